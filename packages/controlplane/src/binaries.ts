@@ -1,0 +1,290 @@
+/**
+ * Finds or builds kube-apiserver, etcd, kubectl and helm.
+ *
+ * Order of precedence, per binary:
+ *  1. `KUBEBUILDER_ASSETS`, the envtest convention: a folder holding prebuilt binaries.
+ *  2. The cache, `~/.cache/kube-operators-ts/bin/<component>-<version>/`, one folder per
+ *     version so a bump never runs a stale binary.
+ *  3. A build with Go from the module proxy into that cache. Binaries are written to a
+ *     temporary name and renamed when complete, so an interrupted build never leaves
+ *     something that looks cached; a lock keeps two test runs from building at once.
+ */
+import { execFile } from 'node:child_process';
+import { constants, existsSync } from 'node:fs';
+import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ControlPlaneError } from './errors.ts';
+import { downloadModule, runGo } from './go.ts';
+import { withLock } from './lock.ts';
+import { ETCD_VERSION, HELM_VERSION, KUBERNETES_VERSION, stagingVersion } from './versions.ts';
+
+const exec = promisify(execFile);
+
+export interface Binaries {
+  readonly kubeApiserver: string;
+  readonly etcd: string;
+  readonly kubectl: string;
+  readonly helm: string;
+}
+
+export type Log = (message: string) => void;
+
+const BINARY_NAMES = { kubeApiserver: 'kube-apiserver', etcd: 'etcd', kubectl: 'kubectl', helm: 'helm' } as const;
+
+/** The root of everything this project caches on a machine. */
+export function cacheRoot(): string {
+  if (process.env.KUBE_OPERATORS_CACHE) return process.env.KUBE_OPERATORS_CACHE;
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'kube-operators-ts');
+}
+
+function cachedDir(component: 'kubernetes' | 'etcd' | 'helm', version: string): string {
+  return join(cacheRoot(), 'bin', `${component}-${version}`);
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Returns the four binaries, building what is missing. The first build takes many
+ * minutes on two cores and reports progress through `log`; later calls return in
+ * milliseconds.
+ */
+export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> {
+  const assets = process.env.KUBEBUILDER_ASSETS;
+  const fromAssets = async (name: string): Promise<string | undefined> => {
+    if (!assets) return undefined;
+    const p = join(assets, name);
+    return (await isExecutable(p)) ? p : undefined;
+  };
+  if (assets && !existsSync(assets)) {
+    throw new ControlPlaneError(
+      `KUBEBUILDER_ASSETS names ${assets}, which does not exist.`,
+      'point it at a folder holding kube-apiserver, etcd and kubectl, or unset it to build them with Go.',
+    );
+  }
+
+  const k8sDir = cachedDir('kubernetes', KUBERNETES_VERSION);
+  let kubeApiserver = await fromAssets(BINARY_NAMES.kubeApiserver);
+  let kubectl = await fromAssets(BINARY_NAMES.kubectl);
+  if (!kubeApiserver || !kubectl) {
+    const a = join(k8sDir, 'kube-apiserver');
+    const c = join(k8sDir, 'kubectl');
+    if (!(await isExecutable(a)) || !(await isExecutable(c))) {
+      await withLock(join(cacheRoot(), 'locks', `kubernetes-${KUBERNETES_VERSION}`), log, async () => {
+        if ((await isExecutable(a)) && (await isExecutable(c))) return;
+        await buildKubernetes(KUBERNETES_VERSION, k8sDir, log);
+      });
+    }
+    kubeApiserver ??= a;
+    kubectl ??= c;
+  }
+
+  let etcd = await fromAssets(BINARY_NAMES.etcd);
+  if (!etcd) {
+    const dir = cachedDir('etcd', ETCD_VERSION);
+    etcd = join(dir, 'etcd');
+    if (!(await isExecutable(etcd))) {
+      await withLock(join(cacheRoot(), 'locks', `etcd-${ETCD_VERSION}`), log, async () => {
+        if (!(await isExecutable(join(dir, 'etcd')))) await buildEtcd(ETCD_VERSION, dir, log);
+      });
+    }
+  }
+
+  let helm = await fromAssets(BINARY_NAMES.helm);
+  if (!helm) {
+    const dir = cachedDir('helm', HELM_VERSION);
+    helm = join(dir, 'helm');
+    if (!(await isExecutable(helm))) {
+      await withLock(join(cacheRoot(), 'locks', `helm-${HELM_VERSION}`), log, async () => {
+        if (!(await isExecutable(join(dir, 'helm')))) await buildHelm(HELM_VERSION, dir, log);
+      });
+    }
+  }
+  return { kubeApiserver, etcd, kubectl, helm };
+}
+
+function defaultLog(message: string): void {
+  process.stderr.write(`[controlplane] ${message}\n`);
+}
+
+/** A generated wrapper module: `go install` refuses modules with replace directives, a dependency's are ignored. */
+async function wrapperModule(dir: string, name: string, requires: string, replaces: readonly string[]): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const replaceBlock = replaces.length ? `\nreplace (\n${replaces.map((r) => `\t${r}`).join('\n')}\n)\n` : '';
+  await writeFile(join(dir, 'go.mod'), `module local/${name}\n\ngo 1.26.0\n\nrequire ${requires}\n${replaceBlock}`);
+  await rm(join(dir, 'go.sum'), { force: true });
+}
+
+/**
+ * Reads the `=> ./staging/...` replace lines of kubernetes' own go.mod: the staging
+ * modules it requires at v0.0.0 and that a dependent must map to real versions.
+ */
+export function stagingModules(goMod: string): string[] {
+  const out: string[] = [];
+  for (const line of goMod.split('\n')) {
+    const m = /^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//.exec(line);
+    if (m?.[1]) out.push(m[1]);
+  }
+  return out;
+}
+
+function versionLdflags(version: string): string {
+  const m = /^v(\d+)\.(\d+)\./.exec(version);
+  const flags = ['-s', '-w'];
+  for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
+    flags.push(
+      `-X ${pkg}.gitVersion=${version}`,
+      `-X ${pkg}.gitMajor=${m?.[1]}`,
+      `-X ${pkg}.gitMinor=${m?.[2]}`,
+      `-X ${pkg}.gitTreeState=clean`,
+      `-X ${pkg}.buildDate=2026-01-01T00:00:00Z`,
+    );
+  }
+  return flags.join(' ');
+}
+
+/** Prints a line every 20 s while a long build runs: elapsed time and packages compiled. */
+function progress(what: string, log: Log): { onLine: (l: string) => void; stop: () => void } {
+  const started = Date.now();
+  let packages = 0;
+  const timer = setInterval(() => {
+    const s = Math.round((Date.now() - started) / 1000);
+    log(`${what}: ${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s, ${packages} packages compiled so far`);
+  }, 20_000);
+  return {
+    onLine: (l) => {
+      if (l && !l.startsWith('#') && !l.startsWith('go: ')) packages++;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+async function buildKubernetes(version: string, dest: string, log: Log): Promise<void> {
+  log(
+    `building kube-apiserver and kubectl ${version} with Go into ${dest}; the first build takes 10 to 25 ` +
+      'minutes on two cores, later runs reuse it (set KUBEBUILDER_ASSETS to use prebuilt binaries instead)',
+  );
+  const work = join(cacheRoot(), 'build', `kubernetes-${version}`);
+  const k8s = await downloadModule('k8s.io/kubernetes', version, tmpdir());
+  const staging = stagingModules(await readFile(k8s.goMod, 'utf8'));
+  if (staging.length === 0) {
+    throw new ControlPlaneError(
+      `k8s.io/kubernetes@${version}'s go.mod lists no staging modules; the wrapper cannot be generated.`,
+      'check KUBERNETES_VERSION in packages/controlplane/src/versions.ts.',
+    );
+  }
+  const sv = stagingVersion(version);
+  await wrapperModule(
+    work,
+    'kubernetes-build',
+    `k8s.io/kubernetes ${version}`,
+    staging.map((m) => `${m} => ${m} ${sv}`),
+  );
+  const pkgs = ['k8s.io/kubernetes/cmd/kube-apiserver', 'k8s.io/kubernetes/cmd/kubectl'];
+  await runGo(['get', ...pkgs.map((p) => `${p}@${version}`)], {
+    cwd: work,
+    purpose: `resolving the modules of kube-apiserver ${version}`,
+  });
+  const out = join(work, 'out');
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  const p = progress('building kube-apiserver and kubectl', log);
+  try {
+    await runGo(['build', '-v', '-o', `${out}/`, '-ldflags', versionLdflags(version), ...pkgs], {
+      cwd: work,
+      env: { CGO_ENABLED: '0' },
+      onLine: p.onLine,
+      purpose: `building kube-apiserver and kubectl ${version}`,
+    });
+  } finally {
+    p.stop();
+  }
+  await checkVersion(join(out, 'kube-apiserver'), ['--version'], version);
+  await install(out, dest, ['kube-apiserver', 'kubectl']);
+  log(`kube-apiserver and kubectl ${version} are in ${dest}`);
+}
+
+async function buildEtcd(version: string, dest: string, log: Log): Promise<void> {
+  log(`building etcd ${version} with Go into ${dest} (a few minutes the first time)`);
+  const work = join(cacheRoot(), 'build', `etcd-${version}`);
+  await wrapperModule(work, 'etcd-build', `go.etcd.io/etcd/server/v3 ${version}`, []);
+  await runGo(['get', `go.etcd.io/etcd/server/v3@${version}`], { cwd: work, purpose: `resolving etcd ${version}` });
+  const out = join(work, 'out');
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  const p = progress('building etcd', log);
+  try {
+    await runGo(
+      [
+        'build',
+        '-v',
+        '-o',
+        join(out, 'etcd'),
+        '-ldflags',
+        `-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${version}`,
+        'go.etcd.io/etcd/server/v3',
+      ],
+      { cwd: work, env: { CGO_ENABLED: '0' }, onLine: p.onLine, purpose: `building etcd ${version}` },
+    );
+  } finally {
+    p.stop();
+  }
+  await checkVersion(join(out, 'etcd'), ['--version'], version.replace(/^v/, ''));
+  await install(out, dest, ['etcd']);
+}
+
+async function buildHelm(version: string, dest: string, log: Log): Promise<void> {
+  log(`building helm ${version} with Go into ${dest} (a few minutes the first time)`);
+  const out = join(cacheRoot(), 'build', `helm-${version}`, 'out');
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  const m = /^v1\.(\d+)\./.exec(KUBERNETES_VERSION);
+  const ldflags = [
+    '-s -w',
+    `-X helm.sh/helm/v3/internal/version.version=${version}`,
+    '-X helm.sh/helm/v3/internal/version.gitTreeState=clean',
+    // Without these `helm template` assumes Kubernetes 1.20 in .Capabilities.
+    '-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1',
+    `-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${m?.[1]}`,
+    '-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1',
+    `-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${m?.[1]}`,
+  ].join(' ');
+  const p = progress('building helm', log);
+  try {
+    await runGo(['install', '-v', '-ldflags', ldflags, `helm.sh/helm/v3/cmd/helm@${version}`], {
+      cwd: tmpdir(),
+      env: { CGO_ENABLED: '0', GOBIN: out },
+      onLine: p.onLine,
+      purpose: `building helm ${version}`,
+    });
+  } finally {
+    p.stop();
+  }
+  await checkVersion(join(out, 'helm'), ['version', '--short'], version);
+  await install(out, dest, ['helm']);
+}
+
+/** A binary that does not report the version we built is not cached: better to fail now than run it. */
+async function checkVersion(bin: string, args: string[], expected: string): Promise<void> {
+  const { stdout, stderr } = await exec(bin, args);
+  if (!`${stdout}${stderr}`.includes(expected)) {
+    throw new ControlPlaneError(
+      `${bin} ${args.join(' ')} printed "${(stdout + stderr).trim()}", not ${expected}.`,
+      'the version ldflags did not apply; check packages/controlplane/src/binaries.ts.',
+    );
+  }
+}
+
+/** Moves finished binaries into their cache folder with a rename, atomic on one filesystem. */
+async function install(from: string, dest: string, names: readonly string[]): Promise<void> {
+  await mkdir(dest, { recursive: true });
+  for (const n of names) await rename(join(from, n), join(dest, n));
+}

@@ -1,0 +1,421 @@
+/**
+ * One real control plane: etcd and kube-apiserver on free loopback ports, with
+ * generated certificates, RBAC authorisation and service-account token signing, the
+ * way controller-runtime's envtest starts one.
+ *
+ * Guarantees:
+ * - `start()` resolves only once `/readyz` answers and the `default` namespace exists;
+ *   if anything fails on the way it stops what it started and removes its folder
+ *   before rejecting, so there is never a half-started plane.
+ * - `stop()` reaps both processes and removes the folder; interrupting the process
+ *   (SIGINT, SIGTERM, SIGHUP) does the same (see process.ts).
+ * - The apiserver can be stopped and started again on the same port and etcd
+ *   (`restartApiserver`), for tests of what survives an apiserver outage.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Binaries, type Log, resolveBinaries } from './binaries.ts';
+import { ControlPlaneError, tail } from './errors.ts';
+import { isAlive } from './lock.ts';
+import { generatePki, type Pki } from './pki.ts';
+import { registerFolder, Supervised, unregisterFolder } from './process.ts';
+
+const FOLDER_PREFIX = 'kube-operators-ts-plane-';
+const START_TIMEOUT_MS = 90_000;
+
+export interface ControlPlaneOptions {
+  readonly log?: Log;
+  /** Extra kube-apiserver flags, e.g. `--watch-cache=false`. */
+  readonly apiserverFlags?: readonly string[];
+  /** Fixed ports instead of free ones (the `up` command uses this); a taken port is an error. */
+  readonly apiserverPort?: number;
+  readonly etcdPort?: number;
+}
+
+export interface Endpoint {
+  readonly host: string;
+  readonly port: number;
+}
+
+export class ControlPlane {
+  /** The plane's folder: certificates, kubeconfig, etcd data, logs. */
+  readonly dir: string;
+  readonly binaries: Binaries;
+  readonly pki: Pki;
+  /** `https://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly kubeconfigPath: string;
+  readonly etcdUrl: string;
+  private etcd: Supervised | undefined;
+  private apiserver: Supervised | undefined;
+  private readonly apiserverArgs: readonly string[];
+  private readonly log: Log;
+  private stopped = false;
+
+  private constructor(init: {
+    dir: string;
+    binaries: Binaries;
+    pki: Pki;
+    apiPort: number;
+    etcdUrl: string;
+    apiserverArgs: readonly string[];
+    log: Log;
+  }) {
+    this.dir = init.dir;
+    this.binaries = init.binaries;
+    this.pki = init.pki;
+    this.url = `https://127.0.0.1:${init.apiPort}`;
+    this.kubeconfigPath = join(init.dir, 'kubeconfig');
+    this.etcdUrl = init.etcdUrl;
+    this.apiserverArgs = init.apiserverArgs;
+    this.log = init.log;
+  }
+
+  static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    const log = opts.log ?? ((m: string) => process.stderr.write(`[controlplane] ${m}\n`));
+    sweepAbandonedFolders();
+    const binaries = await resolveBinaries(log);
+    // Ports are probed free, then bound by the servers: another process can take one
+    // in between, so a bind failure on a probed port is retried with new ports.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ControlPlane.startOnce(binaries, opts, log);
+      } catch (err) {
+        const portRace =
+          err instanceof ControlPlaneError && /address already in use/.test(err.detail ?? '') && !opts.apiserverPort;
+        if (!portRace || attempt >= 3) throw err;
+        log(`a port was taken between probing and binding; retrying with new ports (attempt ${attempt + 1})`);
+      }
+    }
+  }
+
+  private static async startOnce(binaries: Binaries, opts: ControlPlaneOptions, log: Log): Promise<ControlPlane> {
+    const dir = mkdtempSync(join(tmpdir(), FOLDER_PREFIX));
+    registerFolder(dir);
+    await writeFile(join(dir, 'owner.pid'), String(process.pid));
+    let plane: ControlPlane | undefined;
+    try {
+      const [etcdPort, peerPort, apiPort] = await Promise.all([
+        opts.etcdPort ? ensureFree(opts.etcdPort, 'etcd') : freePort(),
+        freePort(),
+        opts.apiserverPort ? ensureFree(opts.apiserverPort, 'kube-apiserver') : freePort(),
+      ]);
+      const pki = await generatePki();
+      const certs = join(dir, 'pki');
+      await mkdir(certs);
+      const files = {
+        ca: join(certs, 'ca.crt'),
+        servingCert: join(certs, 'apiserver.crt'),
+        servingKey: join(certs, 'apiserver.key'),
+        saKey: join(certs, 'sa.key'),
+        saPub: join(certs, 'sa.pub'),
+      };
+      await Promise.all([
+        writeFile(files.ca, pki.ca.cert),
+        writeFile(files.servingCert, pki.serving.cert),
+        writeFile(files.servingKey, pki.serving.key, { mode: 0o600 }),
+        writeFile(files.saKey, pki.serviceAccount.privateKey, { mode: 0o600 }),
+        writeFile(files.saPub, pki.serviceAccount.publicKey),
+      ]);
+      const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+      const apiserverArgs = [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        `--cert-dir=${certs}`,
+        `--tls-cert-file=${files.servingCert}`,
+        `--tls-private-key-file=${files.servingKey}`,
+        `--client-ca-file=${files.ca}`,
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-key-file=${files.saPub}`,
+        `--service-account-signing-key-file=${files.saKey}`,
+        '--authorization-mode=RBAC',
+        '--disable-admission-plugins=ServiceAccount',
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--allow-privileged=true',
+        '--profiling=false',
+        ...(opts.apiserverFlags ?? []),
+      ];
+      plane = new ControlPlane({ dir, binaries, pki, apiPort, etcdUrl, apiserverArgs, log });
+      await plane.writeKubeconfig();
+      await plane.startEtcd(etcdPort, peerPort);
+      await plane.startApiserver();
+      return plane;
+    } catch (err) {
+      if (plane) await plane.stop();
+      else {
+        rmSync(dir, { recursive: true, force: true });
+        unregisterFolder(dir);
+      }
+      throw err;
+    }
+  }
+
+  private async startEtcd(port: number, peerPort: number): Promise<void> {
+    const peer = `http://127.0.0.1:${peerPort}`;
+    const client = `http://127.0.0.1:${port}`;
+    this.etcd = new Supervised({
+      name: 'etcd',
+      command: this.binaries.etcd,
+      args: [
+        `--data-dir=${join(this.dir, 'etcd')}`,
+        `--listen-client-urls=${client}`,
+        `--advertise-client-urls=${client}`,
+        `--listen-peer-urls=${peer}`,
+        `--initial-advertise-peer-urls=${peer}`,
+        `--initial-cluster=default=${peer}`,
+        '--unsafe-no-fsync=true',
+        '--log-level=warn',
+      ],
+      logFile: join(this.dir, 'etcd.log'),
+    });
+    await this.waitFor(this.etcd, async () => (await httpGet(`${client}/health`)).includes('"health":"true"'));
+  }
+
+  /** Starts kube-apiserver (again) against the same etcd, port and certificates. */
+  async startApiserver(): Promise<void> {
+    if (this.apiserver && !this.apiserver.exit) return;
+    this.apiserver = new Supervised({
+      name: 'kube-apiserver',
+      command: this.binaries.kubeApiserver,
+      args: this.apiserverArgs,
+      logFile: join(this.dir, 'kube-apiserver.log'),
+    });
+    await this.waitFor(this.apiserver, async () => {
+      if ((await this.adminGet('/readyz')).status !== 200) return false;
+      return (await this.adminGet('/api/v1/namespaces/default')).status === 200;
+    });
+  }
+
+  /** Stops kube-apiserver only; etcd keeps the data. */
+  async stopApiserver(): Promise<void> {
+    await this.apiserver?.stop();
+  }
+
+  async restartApiserver(): Promise<void> {
+    await this.stopApiserver();
+    await this.startApiserver();
+  }
+
+  /** The running processes, for tests that check they are reaped. */
+  get pids(): { etcd: number | undefined; apiserver: number | undefined } {
+    return { etcd: this.etcd?.pid, apiserver: this.apiserver?.pid };
+  }
+
+  /** The supervised etcd, for tests that crash it on purpose. */
+  get etcdProcess(): Supervised | undefined {
+    return this.etcd;
+  }
+
+  /** See {@link compactEtcd}. */
+  compactEtcd(): Promise<number> {
+    return compactEtcd(this.etcdUrl);
+  }
+
+  /** Stops both processes and removes the folder. Safe to call twice. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.apiserver?.stop();
+    await this.etcd?.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+    unregisterFolder(this.dir);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  /** Kubeconfig with everything inline, so it can be copied anywhere. */
+  kubeconfig(): string {
+    const b64 = (s: string): string => Buffer.from(s).toString('base64');
+    return [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: kube-operators-ts',
+      '  cluster:',
+      `    server: ${this.url}`,
+      `    certificate-authority-data: ${b64(this.pki.ca.cert)}`,
+      'users:',
+      '- name: admin',
+      '  user:',
+      `    client-certificate-data: ${b64(this.pki.admin.cert)}`,
+      `    client-key-data: ${b64(this.pki.admin.key)}`,
+      'contexts:',
+      '- name: kube-operators-ts',
+      '  context:',
+      '    cluster: kube-operators-ts',
+      '    user: admin',
+      'current-context: kube-operators-ts',
+      '',
+    ].join('\n');
+  }
+
+  private async writeKubeconfig(): Promise<void> {
+    await writeFile(this.kubeconfigPath, this.kubeconfig(), { mode: 0o600 });
+  }
+
+  /**
+   * Polls `ready` until true; fails at once, with the process's log, if the process
+   * exits, and after START_TIMEOUT_MS otherwise.
+   */
+  private async waitFor(proc: Supervised, ready: () => Promise<boolean>): Promise<void> {
+    const started = Date.now();
+    for (;;) {
+      if (proc.exit) {
+        throw new ControlPlaneError(
+          `${proc.name} exited during start-up (code ${proc.exit.code ?? proc.exit.signal}).`,
+          hintFor(proc.name, await readLog(proc.logFile)),
+          tail(await readLog(proc.logFile)),
+        );
+      }
+      try {
+        if (await ready()) return;
+      } catch {
+        // Not listening yet.
+      }
+      if (Date.now() - started > START_TIMEOUT_MS) {
+        throw new ControlPlaneError(
+          `${proc.name} did not become ready within ${START_TIMEOUT_MS / 1000} s.`,
+          'look at its log below; on a loaded machine, retry.',
+          tail(await readLog(proc.logFile)),
+        );
+      }
+      await sleep(100);
+    }
+  }
+
+  private adminGet(path: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest(
+        `${this.url}${path}`,
+        { ca: this.pki.ca.cert, cert: this.pki.admin.cert, key: this.pki.admin.key, timeout: 5_000 },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => {
+            body += d;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.end();
+    });
+  }
+}
+
+function hintFor(name: string, log: string): string {
+  if (/address already in use/.test(log)) return `another process holds ${name}'s port; stop it or let the plane pick free ports.`;
+  if (/permission denied/i.test(log)) return 'check the permissions of the binary and of the temp folder.';
+  if (/no space left/.test(log)) return 'free disk space.';
+  return `read ${name}'s log below.`;
+}
+
+async function readLog(file: string): Promise<string> {
+  return readFile(file, 'utf8').catch(() => '');
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function ensureFree(port: number, who: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new ControlPlaneError(
+          `port ${port}, asked for ${who}, is taken (${err.code}).`,
+          `stop whatever listens on 127.0.0.1:${port} (\`ss -ltnp | grep ${port}\`), or choose another port.`,
+        ),
+      ),
+    );
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(port)));
+  });
+}
+
+/**
+ * Compacts etcd's history up to its current revision (through etcd's JSON gateway),
+ * so that any older resourceVersion is answered with 410 Gone.
+ */
+export async function compactEtcd(etcdUrl: string): Promise<number> {
+  const status = JSON.parse(await httpPost(`${etcdUrl}/v3/kv/range`, { key: Buffer.from('/').toString('base64') })) as {
+    header?: { revision?: string };
+  };
+  const revision = Number(status.header?.revision ?? 0);
+  await httpPost(`${etcdUrl}/v3/kv/compaction`, { revision: String(revision), physical: true });
+  return revision;
+}
+
+function httpGet(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { timeout: 2_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => {
+        body += d;
+      });
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+function httpPost(url: string, body: unknown): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', timeout: 5_000, headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => {
+        text += d;
+      });
+      res.on('end', () =>
+        (res.statusCode ?? 0) < 300 ? resolve(text) : reject(new Error(`${url}: HTTP ${res.statusCode}: ${text}`)),
+      );
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+/**
+ * Removes plane folders whose owning process is gone (a run killed with SIGKILL on a
+ * machine without setpriv): their etcd died with its parent, the folder did not.
+ */
+function sweepAbandonedFolders(): void {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(tmpdir()).filter((e) => e.startsWith(FOLDER_PREFIX));
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const dir = join(tmpdir(), e);
+    try {
+      const pid = Number.parseInt(readFileSync(join(dir, 'owner.pid'), 'utf8'), 10);
+      if (Number.isFinite(pid) && isAlive(pid)) continue;
+      // A folder created this instant may not have its pid file yet: leave young ones.
+      if (!Number.isFinite(pid) && Date.now() - statSync(dir).mtimeMs < 60_000) continue;
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Another sweeper got there first.
+    }
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * The versions of every binary and third-party module the control plane uses.
+ *
+ * One place, so that a bump is one diff and the cache key (a folder per version)
+ * follows it. The staging modules of Kubernetes are versioned v0.X.Y for v1.X.Y:
+ * their patch number must match the kubernetes tag or the build mixes releases.
+ */
+export const KUBERNETES_VERSION = 'v1.36.3';
+export const ETCD_VERSION = 'v3.6.16';
+export const HELM_VERSION = 'v3.22.0';
+
+/** The staging modules' version matching {@link KUBERNETES_VERSION} (v1.36.3 ↔ v0.36.3). */
+export function stagingVersion(kubernetesVersion: string): string {
+  const m = /^v1\.(\d+)\.(\d+)$/.exec(kubernetesVersion);
+  if (!m) throw new Error(`not a Kubernetes release tag: ${kubernetesVersion}`);
+  return `v0.${m[1]}.${m[2]}`;
+}
+
+/** Third-party CRDs, read from the Go modules their projects publish. */
+export const THIRD_PARTY_MODULES = {
+  cilium: { module: 'github.com/cilium/cilium', version: 'v1.20.2' },
+  gatewayApi: { module: 'sigs.k8s.io/gateway-api', version: 'v1.6.3' },
+  certManager: { module: 'github.com/cert-manager/cert-manager', version: 'v1.21.2' },
+  istio: { module: 'istio.io/api', version: 'v1.32.0' },
+  zalando: { module: 'github.com/zalando/postgres-operator', version: 'v1.15.1' },
+  clusterApi: { module: 'sigs.k8s.io/cluster-api', version: 'v1.14.2' },
+  // v3.6 requires Go 1.27; v3.5.7 is the newest the machine's Go 1.26 can read.
+  argoCd: { module: 'github.com/argoproj/argo-cd/v3', version: 'v3.5.7' },
+} as const;

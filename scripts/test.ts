@@ -1,0 +1,49 @@
+/**
+ * `npm test`: every test file of the repository in one `node --test` run, sharing one
+ * control plane started by the global setup. Arguments narrow the run to matching
+ * files (`npm test -- kit`).
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const roots = ['packages', 'operators'];
+
+function findTests(dir: string, out: string[]): void {
+  for (const e of readdirSync(dir)) {
+    if (e === 'node_modules' || e.startsWith('.')) continue;
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) findTests(p, out);
+    else if (e.endsWith('.test.ts')) out.push(relative(root, p));
+  }
+}
+
+const files: string[] = [];
+for (const r of roots) {
+  try {
+    findTests(join(root, r), files);
+  } catch {
+    // A root that does not exist yet.
+  }
+}
+const filters = process.argv.slice(2);
+const selected = files.sort().filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+if (selected.length === 0) {
+  process.stderr.write(`no test files match ${filters.join(' ')}\n`);
+  process.exit(1);
+}
+
+const child = spawn(
+  process.execPath,
+  [
+    '--test',
+    '--test-global-setup=packages/controlplane/src/global-setup.ts',
+    '--test-reporter=spec',
+    '--test-timeout=600000',
+    ...selected,
+  ],
+  { cwd: root, stdio: 'inherit' },
+);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
