@@ -31,7 +31,12 @@ export interface Binaries {
 
 export type Log = (message: string) => void;
 
-const BINARY_NAMES = { kubeApiserver: 'kube-apiserver', etcd: 'etcd', kubectl: 'kubectl', helm: 'helm' } as const;
+const BINARY_NAMES = {
+  kubeApiserver: 'kube-apiserver',
+  etcd: 'etcd',
+  kubectl: 'kubectl',
+  helm: 'helm',
+} as const;
 
 /** The root of everything this project caches on a machine. */
 export function cacheRoot(): string {
@@ -116,10 +121,18 @@ function defaultLog(message: string): void {
 }
 
 /** A generated wrapper module: `go install` refuses modules with replace directives, a dependency's are ignored. */
-async function wrapperModule(dir: string, name: string, requires: string, replaces: readonly string[]): Promise<void> {
+async function wrapperModule(
+  dir: string,
+  name: string,
+  requires: string,
+  replaces: readonly string[],
+): Promise<void> {
   await mkdir(dir, { recursive: true });
   const replaceBlock = replaces.length ? `\nreplace (\n${replaces.map((r) => `\t${r}`).join('\n')}\n)\n` : '';
-  await writeFile(join(dir, 'go.mod'), `module local/${name}\n\ngo 1.26.0\n\nrequire ${requires}\n${replaceBlock}`);
+  await writeFile(
+    join(dir, 'go.mod'),
+    `module local/${name}\n\ngo 1.26.0\n\nrequire ${requires}\n${replaceBlock}`,
+  );
   await rm(join(dir, 'go.sum'), { force: true });
 }
 
@@ -157,7 +170,9 @@ function progress(what: string, log: Log): { onLine: (l: string) => void; stop: 
   let packages = 0;
   const timer = setInterval(() => {
     const s = Math.round((Date.now() - started) / 1000);
-    log(`${what}: ${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s, ${packages} packages compiled so far`);
+    log(
+      `${what}: ${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s, ${packages} packages compiled so far`,
+    );
   }, 20_000);
   return {
     onLine: (l) => {
@@ -216,7 +231,10 @@ async function buildEtcd(version: string, dest: string, log: Log): Promise<void>
   log(`building etcd ${version} with Go into ${dest} (a few minutes the first time)`);
   const work = join(cacheRoot(), 'build', `etcd-${version}`);
   await wrapperModule(work, 'etcd-build', `go.etcd.io/etcd/server/v3 ${version}`, []);
-  await runGo(['get', `go.etcd.io/etcd/server/v3@${version}`], { cwd: work, purpose: `resolving etcd ${version}` });
+  await runGo(['get', `go.etcd.io/etcd/server/v3@${version}`], {
+    cwd: work,
+    purpose: `resolving etcd ${version}`,
+  });
   const out = join(work, 'out');
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });

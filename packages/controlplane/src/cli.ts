@@ -32,7 +32,9 @@ async function main(argv: readonly string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(err instanceof ControlPlaneError ? `error: ${err.message}\n` : `${(err as Error).stack}\n`);
+    process.stderr.write(
+      err instanceof ControlPlaneError ? `error: ${err.message}\n` : `${(err as Error).stack}\n`,
+    );
     process.exit(1);
   },
 );

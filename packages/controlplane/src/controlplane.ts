@@ -14,8 +14,8 @@
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,14 +88,20 @@ export class ControlPlane {
         return await ControlPlane.startOnce(binaries, opts, log);
       } catch (err) {
         const portRace =
-          err instanceof ControlPlaneError && /address already in use/.test(err.detail ?? '') && !opts.apiserverPort;
+          err instanceof ControlPlaneError &&
+          /address already in use/.test(err.detail ?? '') &&
+          !opts.apiserverPort;
         if (!portRace || attempt >= 3) throw err;
         log(`a port was taken between probing and binding; retrying with new ports (attempt ${attempt + 1})`);
       }
     }
   }
 
-  private static async startOnce(binaries: Binaries, opts: ControlPlaneOptions, log: Log): Promise<ControlPlane> {
+  private static async startOnce(
+    binaries: Binaries,
+    opts: ControlPlaneOptions,
+    log: Log,
+  ): Promise<ControlPlane> {
     const dir = mkdtempSync(join(tmpdir(), FOLDER_PREFIX));
     registerFolder(dir);
     await writeFile(join(dir, 'owner.pid'), String(process.pid));
@@ -176,7 +182,9 @@ export class ControlPlane {
       ],
       logFile: join(this.dir, 'etcd.log'),
     });
-    await this.waitFor(this.etcd, async () => (await httpGet(`${client}/health`)).includes('"health":"true"'));
+    await this.waitFor(this.etcd, async () =>
+      (await httpGet(`${client}/health`)).includes('"health":"true"'),
+    );
   }
 
   /** Starts kube-apiserver (again) against the same etcd, port and certificates. */
@@ -314,7 +322,8 @@ export class ControlPlane {
 }
 
 function hintFor(name: string, log: string): string {
-  if (/address already in use/.test(log)) return `another process holds ${name}'s port; stop it or let the plane pick free ports.`;
+  if (/address already in use/.test(log))
+    return `another process holds ${name}'s port; stop it or let the plane pick free ports.`;
   if (/permission denied/i.test(log)) return 'check the permissions of the binary and of the temp folder.';
   if (/no space left/.test(log)) return 'free disk space.';
   return `read ${name}'s log below.`;
@@ -356,7 +365,9 @@ function ensureFree(port: number, who: string): Promise<number> {
  * so that any older resourceVersion is answered with 410 Gone.
  */
 export async function compactEtcd(etcdUrl: string): Promise<number> {
-  const status = JSON.parse(await httpPost(`${etcdUrl}/v3/kv/range`, { key: Buffer.from('/').toString('base64') })) as {
+  const status = JSON.parse(
+    await httpPost(`${etcdUrl}/v3/kv/range`, { key: Buffer.from('/').toString('base64') }),
+  ) as {
     header?: { revision?: string };
   };
   const revision = Number(status.header?.revision ?? 0);
@@ -381,15 +392,21 @@ function httpGet(url: string): Promise<string> {
 
 function httpPost(url: string, body: unknown): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', timeout: 5_000, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        text += d;
-      });
-      res.on('end', () =>
-        (res.statusCode ?? 0) < 300 ? resolve(text) : reject(new Error(`${url}: HTTP ${res.statusCode}: ${text}`)),
-      );
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', timeout: 5_000, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () =>
+          (res.statusCode ?? 0) < 300
+            ? resolve(text)
+            : reject(new Error(`${url}: HTTP ${res.statusCode}: ${text}`)),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });

@@ -13,7 +13,9 @@ export async function globalSetup(): Promise<void> {
   plane = await ControlPlane.start();
   process.env[SHARED_KUBECONFIG_ENV] = plane.kubeconfigPath;
   process.env[SHARED_ETCD_ENV] = plane.etcdUrl;
-  process.stderr.write(`[controlplane] shared control plane ready at ${plane.url} in ${Date.now() - started} ms\n`);
+  process.stderr.write(
+    `[controlplane] shared control plane ready at ${plane.url} in ${Date.now() - started} ms\n`,
+  );
 }
 
 export async function globalTeardown(): Promise<void> {

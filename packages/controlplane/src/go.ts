@@ -74,7 +74,9 @@ export function classifyGoFailure(
   if (signal) {
     return new ControlPlaneError(`${purpose}: \`${cmd}\` was killed by ${signal}.`, 'run the command again.');
   }
-  if (/dial tcp|no such host|connection refused|i\/o timeout|TLS handshake timeout|proxyconnect/.test(stderr)) {
+  if (
+    /dial tcp|no such host|connection refused|i\/o timeout|TLS handshake timeout|proxyconnect/.test(stderr)
+  ) {
     return new ControlPlaneError(
       `${purpose}: the Go module proxy cannot be reached.`,
       `check the network and GOPROXY (now ${process.env.GOPROXY ?? 'the default'}); or set KUBEBUILDER_ASSETS to ` +
@@ -124,12 +126,22 @@ export interface DownloadedModule {
  * `go mod download` one module version into the module cache; idempotent and fast once cached.
  * `cwd` should hold no go.mod, so that no module's requirements interfere.
  */
-export async function downloadModule(module: string, version: string, cwd: string): Promise<DownloadedModule> {
+export async function downloadModule(
+  module: string,
+  version: string,
+  cwd: string,
+): Promise<DownloadedModule> {
   const { stdout } = await runGo(['mod', 'download', '-json', `${module}@${version}`], {
     cwd,
     purpose: `downloading ${module}@${version}`,
   });
-  const info = JSON.parse(stdout) as { Path: string; Version: string; Dir?: string; GoMod?: string; Error?: string };
+  const info = JSON.parse(stdout) as {
+    Path: string;
+    Version: string;
+    Dir?: string;
+    GoMod?: string;
+    Error?: string;
+  };
   if (info.Error || !info.Dir || !info.GoMod) {
     throw new ControlPlaneError(
       `downloading ${module}@${version}: ${info.Error ?? 'the toolchain returned no directory'}`,

@@ -117,5 +117,9 @@ export async function clientCertificate(caPem: Pem, user: string, groups: readon
   const privateKey = await webcrypto.subtle.importKey('pkcs8', der, ALG, true, ['sign']);
   const publicKey = await caCert.publicKey.export(ALG, ['verify'], webcrypto as unknown as webcrypto.Crypto);
   const subject = [`CN=${user}`, ...groups.map((g) => `O=${g}`)].join(', ');
-  return leaf({ cert: caCert, keys: { privateKey, publicKey } as webcrypto.CryptoKeyPair }, subject, x509.ExtendedKeyUsage.clientAuth);
+  return leaf(
+    { cert: caCert, keys: { privateKey, publicKey } as webcrypto.CryptoKeyPair },
+    subject,
+    x509.ExtendedKeyUsage.clientAuth,
+  );
 }

@@ -12,8 +12,8 @@
  *     SIGKILLed and no handler runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, openSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
+import { existsSync, openSync, rmSync } from 'node:fs';
 
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
 

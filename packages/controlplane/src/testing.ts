@@ -8,10 +8,16 @@
  * starts a plane of its own. Tests that stop or restart the apiserver must not touch
  * the shared one: they call {@link privateTestEnv}.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { TestContext } from 'node:test';
-import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
-import { KubeClient as Client } from '@operators/kit';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ApiErrorReason,
+  KubeClient as Client,
+  isApiError,
+  type KubeClient,
+  type KubeObject,
+} from '@operators/kit';
 import { ControlPlane, type ControlPlaneOptions, compactEtcd } from './controlplane.ts';
 import { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';
 
@@ -58,23 +64,34 @@ export function testEnv(): Promise<TestEnv> {
 }
 
 /** A control plane of the test's own, for tests that stop, restart or crash it. */
-export async function privateTestEnv(opts: ControlPlaneOptions = {}): Promise<TestEnv & { plane: ControlPlane }> {
+export async function privateTestEnv(
+  opts: ControlPlaneOptions = {},
+): Promise<TestEnv & { plane: ControlPlane }> {
   const plane = await ControlPlane.start(opts);
   return (await makeEnv(plane.kubeconfigPath, plane.etcdUrl, plane)) as TestEnv & { plane: ControlPlane };
 }
 
 let counter = 0;
 
-async function makeEnv(kubeconfigPath: string, etcdUrl: string, plane: ControlPlane | undefined): Promise<TestEnv> {
+async function makeEnv(
+  kubeconfigPath: string,
+  etcdUrl: string,
+  plane: ControlPlane | undefined,
+): Promise<TestEnv> {
   const admin = await Client.load(kubeconfigPath);
   const env: TestEnv = {
     kubeconfigPath,
     admin,
     plane,
     as: (user, groups = []) => admin.impersonate({ user, groups }),
-    asServiceAccount: (namespace, name) => admin.impersonate({ user: `system:serviceaccount:${namespace}:${name}` }),
+    asServiceAccount: (namespace, name) =>
+      admin.impersonate({ user: `system:serviceaccount:${namespace}:${name}` }),
     async namespace(t, prefix = 't') {
-      const slug = prefix.toLowerCase().replace(/[^a-z0-9-]+/g, '-').slice(0, 30).replace(/-+$/, '');
+      const slug = prefix
+        .toLowerCase()
+        .replace(/[^a-z0-9-]+/g, '-')
+        .slice(0, 30)
+        .replace(/-+$/, '');
       const name = `${slug}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 6)}`;
       await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
       t.after(async () => {
@@ -106,17 +123,19 @@ async function makeEnv(kubeconfigPath: string, etcdUrl: string, plane: ControlPl
 export async function installCrds(client: KubeClient, crds: readonly KubeObject[]): Promise<void> {
   await Promise.all(
     crds.map((crd) =>
-      client.apply({ ...crd, metadata: { name: crd.metadata.name } }, { fieldManager: 'kube-operators-ts-tests', force: true }),
+      client.apply(
+        { ...crd, metadata: { name: crd.metadata.name } },
+        { fieldManager: 'kube-operators-ts-tests', force: true },
+      ),
     ),
   );
   const deadline = Date.now() + 60_000;
   for (const crd of crds) {
     const name = crd.metadata.name ?? '';
     for (;;) {
-      const live = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
-        { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' },
-        name,
-      );
+      const live = await client.get<
+        KubeObject & { status?: { conditions?: { type: string; status: string }[] } }
+      >({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, name);
       if (live.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
       if (Date.now() > deadline) throw new Error(`CRD ${name} was not Established within 60 s`);
       await sleep(50);
@@ -141,7 +160,11 @@ export async function installCrds(client: KubeClient, crds: readonly KubeObject[
 }
 
 /** Polls `fn` until it returns a value other than undefined, or fails after `timeoutMs` with `what`. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -152,7 +175,9 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
       if (!isApiError(err, ApiErrorReason.NotFound)) last = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+      );
     }
     await sleep(50);
   }

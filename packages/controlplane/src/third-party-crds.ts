@@ -23,7 +23,11 @@ export interface CrdDocument {
     readonly group: string;
     readonly names: { readonly kind: string; readonly plural: string };
     readonly scope: 'Namespaced' | 'Cluster';
-    readonly versions: readonly { readonly name: string; readonly served: boolean; readonly storage: boolean }[];
+    readonly versions: readonly {
+      readonly name: string;
+      readonly served: boolean;
+      readonly storage: boolean;
+    }[];
     readonly [k: string]: unknown;
   };
   readonly [k: string]: unknown;
@@ -47,7 +51,10 @@ const SOURCES: Record<ThirdParty, Source> = {
   },
   // The whole standard channel; the folder also holds a ValidatingAdmissionPolicy
   // (vap_safeupgrades), which is not a CRD and is skipped by kind below.
-  gatewayApi: { files: [], folder: { path: 'config/crd/standard', pattern: /^gateway\.networking\.k8s\.io_.*\.yaml$/ } },
+  gatewayApi: {
+    files: [],
+    folder: { path: 'config/crd/standard', pattern: /^gateway\.networking\.k8s\.io_.*\.yaml$/ },
+  },
   certManager: { files: ['deploy/crds/cert-manager.io_certificates.yaml'] },
   istio: {
     files: ['kubernetes/customresourcedefinitions.gen.yaml'],
@@ -67,7 +74,8 @@ export async function thirdPartyCrds(which: ThirdParty): Promise<CrdDocument[]> 
   const files = [...source.files];
   if (source.folder) {
     const { path, pattern } = source.folder;
-    for (const f of (await readdir(join(mod.dir, path))).sort()) if (pattern.test(f)) files.push(join(path, f));
+    for (const f of (await readdir(join(mod.dir, path))).sort())
+      if (pattern.test(f)) files.push(join(path, f));
   }
   for (const file of files) {
     const path = join(mod.dir, file);
@@ -79,7 +87,7 @@ export async function thirdPartyCrds(which: ThirdParty): Promise<CrdDocument[]> 
     });
     for (const doc of parseAllDocuments(text)) {
       const crd = doc.toJS() as CrdDocument | null;
-      if (!crd || crd.kind !== 'CustomResourceDefinition') continue;
+      if (crd?.kind !== 'CustomResourceDefinition') continue;
       if (source.kinds && !source.kinds.includes(crd.spec.names.kind)) continue;
       out.push(crd);
     }

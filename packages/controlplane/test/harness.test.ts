@@ -37,9 +37,16 @@ const WIDGET_CRD = {
             properties: {
               spec: {
                 type: 'object',
-                properties: { replicas: { type: 'integer' }, maxReplicas: { type: 'integer' }, color: { type: 'string' } },
+                properties: {
+                  replicas: { type: 'integer' },
+                  maxReplicas: { type: 'integer' },
+                  color: { type: 'string' },
+                },
                 'x-kubernetes-validations': [
-                  { rule: 'self.replicas <= self.maxReplicas', message: 'replicas must not exceed maxReplicas' },
+                  {
+                    rule: 'self.replicas <= self.maxReplicas',
+                    message: 'replicas must not exceed maxReplicas',
+                  },
                 ],
               },
               status: { type: 'object', properties: { phase: { type: 'string' } } },
@@ -63,16 +70,27 @@ describe('the control plane is a real kube-apiserver', () => {
     const { resolveBinaries } = await import('../src/binaries.ts');
     const { kubectl } = await resolveBinaries();
     const { stdout } = await exec(kubectl, ['--kubeconfig', env.kubeconfigPath, 'version', '-o', 'json']);
-    const out = JSON.parse(stdout) as { serverVersion: { gitVersion: string }; clientVersion: { gitVersion: string } };
+    const out = JSON.parse(stdout) as {
+      serverVersion: { gitVersion: string };
+      clientVersion: { gitVersion: string };
+    };
     assert.equal(out.serverVersion.gitVersion, KUBERNETES_VERSION);
     assert.equal(out.clientVersion.gitVersion, KUBERNETES_VERSION);
   });
 
   it('rejects an object that breaks a CRD x-kubernetes-validations rule, with the rule message', async (t) => {
     const ns = await env.namespace(t, 'cel-rule');
-    await env.admin.create({ ...WIDGET, metadata: { name: 'ok', namespace: ns }, spec: { replicas: 1, maxReplicas: 3 } });
+    await env.admin.create({
+      ...WIDGET,
+      metadata: { name: 'ok', namespace: ns },
+      spec: { replicas: 1, maxReplicas: 3 },
+    });
     await assert.rejects(
-      env.admin.create({ ...WIDGET, metadata: { name: 'bad', namespace: ns }, spec: { replicas: 5, maxReplicas: 3 } }),
+      env.admin.create({
+        ...WIDGET,
+        metadata: { name: 'bad', namespace: ns },
+        spec: { replicas: 5, maxReplicas: 3 },
+      }),
       (err: unknown) => {
         assert.ok(isApiError(err, ApiErrorReason.Invalid), String(err));
         assert.match(err.message, /replicas must not exceed maxReplicas/);
@@ -94,10 +112,13 @@ describe('the control plane is a real kube-apiserver', () => {
       env.admin.apply({ ...base, spec: { color: 'red' } }, { fieldManager: 'alpha' }),
       (err: unknown) => isApiError(err, ApiErrorReason.Conflict) && /color/.test(err.message),
     );
-    const forced = await env.admin.apply({ ...base, spec: { replicas: 1, maxReplicas: 5, color: 'red' } }, {
-      fieldManager: 'alpha',
-      force: true,
-    });
+    const forced = await env.admin.apply(
+      { ...base, spec: { replicas: 1, maxReplicas: 5, color: 'red' } },
+      {
+        fieldManager: 'alpha',
+        force: true,
+      },
+    );
     assert.equal((forced.spec as { color: string }).color, 'red');
   });
 
@@ -134,10 +155,17 @@ describe('the control plane is a real kube-apiserver', () => {
           failurePolicy: 'Fail',
           matchConstraints: {
             resourceRules: [
-              { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] },
+              {
+                apiGroups: [''],
+                apiVersions: ['v1'],
+                operations: ['CREATE', 'UPDATE'],
+                resources: ['configmaps'],
+              },
             ],
           },
-          matchConditions: [{ name: 'not-admin', expression: "!('system:masters' in request.userInfo.groups)" }],
+          matchConditions: [
+            { name: 'not-admin', expression: "!('system:masters' in request.userInfo.groups)" },
+          ],
           validations: [
             {
               expression: "!has(object.data) || !('color' in object.data) || object.data.color != 'red'",
@@ -162,8 +190,14 @@ describe('the control plane is a real kube-apiserver', () => {
       { fieldManager: 'harness' },
     );
     t.after(async () => {
-      await env.admin.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' }, policyName);
-      await env.admin.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' }, policyName);
+      await env.admin.delete(
+        { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding' },
+        policyName,
+      );
+      await env.admin.delete(
+        { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' },
+        policyName,
+      );
     });
     // The service account may write ConfigMaps (RBAC allows it); only the policy stands in the way.
     // (A Role of its own: the aggregated `edit` role is empty without kube-controller-manager.)
@@ -187,7 +221,12 @@ describe('the control plane is a real kube-apiserver', () => {
       { fieldManager: 'harness' },
     );
     const sa = env.asServiceAccount(ns, 'importer');
-    const red = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: { color: 'red' } });
+    const red = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: ns },
+      data: { color: 'red' },
+    });
     // Policies are loaded asynchronously by the apiserver; wait until this one bites.
     const deadline = Date.now() + 20_000;
     let denied: unknown;
@@ -200,9 +239,17 @@ describe('the control plane is a real kube-apiserver', () => {
       if (!denied && Date.now() > deadline) assert.fail('the policy never denied the service account');
       if (!denied) await new Promise((r) => setTimeout(r, 100));
     }
-    assert.ok(isApiError(denied, ApiErrorReason.Invalid) || isApiError(denied, ApiErrorReason.Forbidden), String(denied));
+    assert.ok(
+      isApiError(denied, ApiErrorReason.Invalid) || isApiError(denied, ApiErrorReason.Forbidden),
+      String(denied),
+    );
     assert.match((denied as Error).message, /red is reserved/);
-    await sa.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'blue', namespace: ns }, data: { color: 'blue' } });
+    await sa.create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'blue', namespace: ns },
+      data: { color: 'blue' },
+    });
     await env.admin.create(red('by-admin'));
   });
 
@@ -210,7 +257,8 @@ describe('the control plane is a real kube-apiserver', () => {
     const ns = await env.namespace(t, 'rbac');
     await assert.rejects(
       env.asServiceAccount(ns, 'nobody').list({ apiVersion: 'v1', kind: 'Secret' }, { namespace: ns }),
-      (err: unknown) => isApiError(err, ApiErrorReason.Forbidden) && /system:serviceaccount:.*:nobody/.test(err.message),
+      (err: unknown) =>
+        isApiError(err, ApiErrorReason.Forbidden) && /system:serviceaccount:.*:nobody/.test(err.message),
     );
     await assert.rejects(
       env.as('jane', ['developers']).list({ apiVersion: 'v1', kind: 'Secret' }, { namespace: ns }),

@@ -7,12 +7,25 @@ export {
   KubeClient,
   type ListOptions,
   type Patch,
-  withGvk,
   type WriteOptions,
+  withGvk,
 } from './client/client.ts';
 export { Discovery, resourcePath } from './client/discovery.ts';
-export { ApiError, ApiErrorReason, type ApiStatus, classifyStatus, isApiError, type StatusCause } from './client/errors.ts';
-export { type HttpMethod, type Impersonation, type RawResponse, type RequestOptions, Transport } from './client/transport.ts';
+export {
+  ApiError,
+  ApiErrorReason,
+  type ApiStatus,
+  classifyStatus,
+  isApiError,
+  type StatusCause,
+} from './client/errors.ts';
+export {
+  type HttpMethod,
+  type Impersonation,
+  type RawResponse,
+  type RequestOptions,
+  Transport,
+} from './client/transport.ts';
 export {
   type GroupVersionKind,
   type KubeList,
@@ -21,10 +34,10 @@ export {
   type ManagedFieldsEntry,
   type ObjectKey,
   type ObjectMeta,
-  objectKey,
   type OwnerReference,
+  objectKey,
   parseApiVersion,
   type ResourceInfo,
   splitKey,
 } from './client/types.ts';
-export { METADATA_ACCEPT, watch, type WatchEvent, type WatchOptions } from './client/watch.ts';
+export { METADATA_ACCEPT, type WatchEvent, type WatchOptions, watch } from './client/watch.ts';

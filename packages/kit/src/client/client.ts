@@ -114,7 +114,11 @@ export class KubeClient {
     return { info, path: resourcePath(info, info.namespaced ? namespace : undefined, name, sub) };
   }
 
-  async get<T extends KubeObject = KubeObject>(gvk: GroupVersionKind, name: string, namespace?: string): Promise<T> {
+  async get<T extends KubeObject = KubeObject>(
+    gvk: GroupVersionKind,
+    name: string,
+    namespace?: string,
+  ): Promise<T> {
     const { path } = await this.target(gvk, namespace, name);
     return this.transport.request<T>({ method: 'GET', path });
   }
@@ -134,7 +138,10 @@ export class KubeClient {
   }
 
   /** One page of a list; see {@link listAll} for every page. */
-  async list<T extends KubeObject = KubeObject>(gvk: GroupVersionKind, opts: ListOptions = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject = KubeObject>(
+    gvk: GroupVersionKind,
+    opts: ListOptions = {},
+  ): Promise<KubeList<T>> {
     const { path } = await this.target(gvk, opts.namespace);
     return this.transport.request<KubeList<T>>({
       method: 'GET',
@@ -184,7 +191,12 @@ export class KubeClient {
    * Deletes an object. Resolves `false` when it was already gone, so that cleanup is
    * idempotent. With `uid`, deletes only that incarnation of the name.
    */
-  async delete(gvk: GroupVersionKind, name: string, namespace?: string, opts: DeleteOptions = {}): Promise<boolean> {
+  async delete(
+    gvk: GroupVersionKind,
+    name: string,
+    namespace?: string,
+    opts: DeleteOptions = {},
+  ): Promise<boolean> {
     const { path } = await this.target(gvk, namespace, name);
     const preconditions =
       opts.uid || opts.resourceVersion ? { uid: opts.uid, resourceVersion: opts.resourceVersion } : undefined;
@@ -192,7 +204,12 @@ export class KubeClient {
       await this.transport.request({
         method: 'DELETE',
         path,
-        body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: opts.propagationPolicy, preconditions },
+        body: {
+          apiVersion: 'v1',
+          kind: 'DeleteOptions',
+          propagationPolicy: opts.propagationPolicy,
+          preconditions,
+        },
       });
       return true;
     } catch (err) {
@@ -260,7 +277,9 @@ export class KubeClient {
 
 export function gvkOf(obj: KubeObject): GroupVersionKind {
   if (!obj.apiVersion || !obj.kind) {
-    throw new Error(`object ${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''} has no apiVersion or kind`);
+    throw new Error(
+      `object ${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''} has no apiVersion or kind`,
+    );
   }
   return { apiVersion: obj.apiVersion, kind: obj.kind };
 }

@@ -107,7 +107,12 @@ export class Discovery {
 }
 
 /** The URL path of a resource collection, or of one object when `name` is given. */
-export function resourcePath(info: ResourceInfo, namespace?: string, name?: string, subresource?: string): string {
+export function resourcePath(
+  info: ResourceInfo,
+  namespace?: string,
+  name?: string,
+  subresource?: string,
+): string {
   const base = info.group ? `/apis/${info.group}/${info.version}` : `/api/${info.version}`;
   let p = base;
   if (info.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;

@@ -92,7 +92,8 @@ export function classifyStatus(
   const message = status.message ?? (typeof body === 'string' && body ? body.slice(0, 500) : `HTTP ${code}`);
   const causes = status.details?.causes ?? [];
   const headerRetry = retryAfterHeader ? Number.parseInt(retryAfterHeader, 10) : Number.NaN;
-  const retryAfter = status.details?.retryAfterSeconds ?? (Number.isFinite(headerRetry) ? headerRetry : undefined);
+  const retryAfter =
+    status.details?.retryAfterSeconds ?? (Number.isFinite(headerRetry) ? headerRetry : undefined);
   const reason = reasonFor(code, status.reason);
   return new ApiError(reason, code, message, request, causes, retryAfter);
 }

@@ -117,7 +117,10 @@ export class Transport {
       delete this.authHeaders['Impersonate-User'];
       this.authAt = Date.now();
     }
-    const h: Record<string, string | string[]> = { accept: accept ?? 'application/json', ...this.authHeaders };
+    const h: Record<string, string | string[]> = {
+      accept: accept ?? 'application/json',
+      ...this.authHeaders,
+    };
     if (contentType) h['content-type'] = contentType;
     if (this.impersonation) {
       h['impersonate-user'] = this.impersonation.user;
@@ -142,9 +145,16 @@ export class Transport {
   async raw(opts: RequestOptions): Promise<RawResponse> {
     const label = `${opts.method} ${opts.path}`;
     const body =
-      opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      opts.body === undefined
+        ? undefined
+        : typeof opts.body === 'string'
+          ? opts.body
+          : JSON.stringify(opts.body);
     const contentType = body === undefined ? undefined : (opts.contentType ?? 'application/json');
-    const signals = [opts.signal, opts.timeoutMs === 0 ? undefined : AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)];
+    const signals = [
+      opts.signal,
+      opts.timeoutMs === 0 ? undefined : AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+    ];
     const signal = AbortSignal.any(signals.filter((s): s is AbortSignal => !!s));
     try {
       const res = await undiciRequest(this.url(opts.path, opts.query), {
@@ -175,7 +185,12 @@ export class Transport {
     const parsed = parseJson(text);
     if (res.status >= 200 && res.status < 300) return parsed as T;
     const retryAfter = res.headers['retry-after'];
-    throw classifyStatus(res.status, parsed ?? text, label, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+    throw classifyStatus(
+      res.status,
+      parsed ?? text,
+      label,
+      Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+    );
   }
 
   /** Releases the connections. Requests in flight fail. */

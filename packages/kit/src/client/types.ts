@@ -96,5 +96,7 @@ export function splitKey(key: ObjectKey): { namespace: string | undefined; name:
 /** Splits `group/version` (or `v1`) into its parts. */
 export function parseApiVersion(apiVersion: string): { group: string; version: string } {
   const i = apiVersion.indexOf('/');
-  return i < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, i), version: apiVersion.slice(i + 1) };
+  return i < 0
+    ? { group: '', version: apiVersion }
+    : { group: apiVersion.slice(0, i), version: apiVersion.slice(i + 1) };
 }

@@ -7,7 +7,7 @@
  * caller handles "too old resourceVersion" the same way whether the server said it
  * in the HTTP status or inside the stream.
  */
-import { classifyStatus, type ApiStatus } from './errors.ts';
+import { type ApiStatus, classifyStatus } from './errors.ts';
 import type { Transport } from './transport.ts';
 import type { KubeObject } from './types.ts';
 
