@@ -57,7 +57,8 @@ export function runGo(args: readonly string[], opts: GoOptions): Promise<GoRun> 
     });
     child.on('close', (code, signal) => {
       if (code === 0) return resolve({ stdout, stderr });
-      reject(classifyGoFailure(opts.purpose, args, stderr, code, signal));
+      // `go mod download -json` reports its errors in the JSON on stdout, not on stderr.
+      reject(classifyGoFailure(opts.purpose, args, `${stderr}${stdout}`, code, signal));
     });
   });
 }

@@ -124,7 +124,11 @@ export async function installCrds(client: KubeClient, crds: readonly KubeObject[
   await Promise.all(
     crds.map((crd) =>
       client.apply(
-        { ...crd, metadata: { name: crd.metadata.name } },
+        {
+          ...crd,
+          // Keep annotations: groups under k8s.io need `api-approved.kubernetes.io`.
+          metadata: { name: crd.metadata.name, labels: crd.metadata.labels, annotations: crd.metadata.annotations },
+        },
         { fieldManager: 'kube-operators-ts-tests', force: true },
       ),
     ),

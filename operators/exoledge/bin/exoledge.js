@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+// The installed command. The code is TypeScript, run by Node's type stripping; this shim
+// exists because npm links a bin as it is, and a `.js` entry runs under any launcher.
+import { enableCompileCache } from 'node:module';
+
+// Stripping types and compiling our modules costs more than reading a small list; the
+// cache (under the OS temp directory, or NODE_COMPILE_CACHE) makes it a one-time cost.
+enableCompileCache();
+const { main } = await import('../src/cli.ts');
+process.exitCode = await main(process.argv.slice(2), process);

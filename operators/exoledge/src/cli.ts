@@ -1,0 +1,220 @@
+/**
+ * `exoledge aggregate`: the blocklist pipeline from the command line, to preview what a
+ * BlocklistSource would publish under a given budget, and what the benchmark measures.
+ * The result goes to standard output, one canonical prefix per line, so it can be piped
+ * or hashed (`sha256sum` of it is the fingerprint); everything said about it goes to
+ * standard error.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { type AggregateOptions, type AggregateResult, aggregate } from './domain/blocklist/aggregate.ts';
+import { type DropGroup, DropReason } from './domain/blocklist/budget.ts';
+import { fingerprintOfText } from './domain/blocklist/fingerprint.ts';
+import { canonicalText } from './domain/blocklist/format.ts';
+
+export const USAGE = `usage: exoledge aggregate [--max-entries N] [--min-prefix-length N] [FILE|-]
+
+Reads a blocklist (one IPv4 or IPv6 address or prefix per line, # and ; comments),
+merges it into the fewest prefixes covering exactly the same addresses, applies the
+budget, and prints the result, one prefix per line. A summary goes to standard error.
+
+  FILE                     the list to read; - or nothing reads standard input
+  --max-entries N          keep at most N prefixes (N >= 1), dropping the most specific first
+  --min-prefix-length N    drop IPv4 prefixes longer than /N (0-32), lone addresses included,
+                           and IPv6 prefixes longer than /N+96
+  -h, --help               print this help
+
+Exit status: 0 done (malformed lines are reported, not fatal), 1 the input could not
+be read, 2 usage error.
+`;
+
+/** Exit statuses. */
+export const ExitCode = {
+  Ok: 0,
+  /** The input file could not be read. */
+  InputError: 1,
+  /** The command line is wrong; nothing was read. */
+  Usage: 2,
+} as const;
+
+/** How many malformed lines the summary shows one by one; the count is always exact. */
+export const MALFORMED_SHOWN = 10;
+
+/** A command line we refuse: the message says what to change. */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Where the output goes; the tests and the bin pass the process streams. */
+export interface Io {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+  readonly stdin: NodeJS.ReadableStream & { readonly isTTY?: boolean };
+}
+
+function integerOption(name: string, text: string | undefined, min: number, max: number): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^[0-9]+$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new UsageError(`--${name} takes an integer from ${min} to ${max}, not "${text}"`);
+  }
+  return Number(text);
+}
+
+interface AggregateCommand {
+  readonly kind: 'aggregate';
+  /** `-` for standard input. */
+  readonly source: string;
+  readonly options: AggregateOptions;
+}
+type Command = AggregateCommand | { readonly kind: 'help' };
+
+function parseCommandLine(argv: readonly string[]): Command {
+  const [command, ...rest] = argv;
+  if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
+  if (command === undefined) throw new UsageError('no command given');
+  if (command !== 'aggregate') throw new UsageError(`unknown command "${command}"`);
+  let parsed: ReturnType<typeof parseAggregateArgs>;
+  try {
+    parsed = parseAggregateArgs(rest);
+  } catch (e) {
+    // parseArgs reports unknown options and missing values as TypeErrors with a code.
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: 'help' };
+  if (positionals.length > 1) throw new UsageError(`one input at most, got ${positionals.length}: ${positionals.join(' ')}`);
+  const source = positionals[0] ?? '-';
+  const maxEntries = integerOption('max-entries', values['max-entries'], 1, Number.MAX_SAFE_INTEGER);
+  const minPrefixLength = integerOption('min-prefix-length', values['min-prefix-length'], 0, 32);
+  return {
+    kind: 'aggregate',
+    source,
+    options: {
+      ...(maxEntries === undefined ? {} : { maxEntries }),
+      ...(minPrefixLength === undefined ? {} : { minPrefixLength }),
+    },
+  };
+}
+
+function parseAggregateArgs(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      'max-entries': { type: 'string' },
+      'min-prefix-length': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}
+
+function familyName(family: 'ipv4' | 'ipv6'): string {
+  return family === 'ipv4' ? 'IPv4' : 'IPv6';
+}
+
+function describeDrops(groups: readonly DropGroup[]): string {
+  return groups
+    .map((g) => `${familyName(g.family)} /${g.length}: ${g.dropped}${g.kept > 0 ? ` of ${g.dropped + g.kept}` : ''}`)
+    .join(', ');
+}
+
+/** The summary printed on standard error: what was read, refused, fixed, merged and dropped. */
+export function summarise(source: string, command: AggregateCommand, result: AggregateResult, digest: string): string {
+  const { counts, malformed, normalised } = result.parse;
+  const { kept, drops } = result.budget;
+  const lines: string[] = [];
+  const name = source === '-' ? 'standard input' : source;
+  lines.push(
+    `${name}: ${counts.lines} lines: ${counts.ipv4 + counts.ipv6} entries (${counts.ipv4} IPv4, ${counts.ipv6} IPv6), ` +
+      `${counts.comments} comments, ${counts.blank} blank, ${counts.malformed} malformed`,
+  );
+  if (counts.malformed > 0) {
+    lines.push(`malformed: ${counts.malformed} lines refused (never read as some other address):`);
+    for (const m of malformed.slice(0, MALFORMED_SHOWN)) {
+      lines.push(`  line ${m.line}: ${JSON.stringify(m.text)}: ${m.reason}: ${m.message}`);
+    }
+    const shown = Math.min(MALFORMED_SHOWN, malformed.length);
+    if (counts.malformed > shown) lines.push(`  and ${counts.malformed - shown} more`);
+  }
+  if (counts.normalised > 0) {
+    const first = normalised[0];
+    const example = first === undefined ? '' : `, e.g. line ${first.line}: ${first.text} read as ${first.prefix}`;
+    lines.push(`host bits normalised: ${counts.normalised} prefixes${example}`);
+  }
+  const merged = result.merged.ipv4.addresses.length + result.merged.ipv6.addresses.length;
+  lines.push(`merged: ${counts.ipv4 + counts.ipv6} entries into ${merged} prefixes`);
+  const published = kept.ipv4.addresses.length + kept.ipv6.addresses.length;
+  if (merged === published) {
+    lines.push('dropped: none');
+  } else {
+    lines.push(`dropped: ${merged - published} prefixes`);
+    const byLength = drops.filter((d) => d.reason === DropReason.LongerThanMinPrefixLength);
+    if (byLength.length > 0) {
+      const n = byLength.reduce((sum, d) => sum + d.dropped, 0);
+      lines.push(
+        `  longer than --min-prefix-length ${command.options.minPrefixLength}: ${n} (${describeDrops(byLength)})`,
+      );
+    }
+    const byBudget = drops.filter((d) => d.reason === DropReason.OverMaxEntries);
+    if (byBudget.length > 0) {
+      const n = byBudget.reduce((sum, d) => sum + d.dropped, 0);
+      lines.push(
+        `  over --max-entries ${command.options.maxEntries}, most specific first: ${n} (${describeDrops(byBudget)})`,
+      );
+    }
+  }
+  lines.push(
+    `published: ${published} prefixes (${kept.ipv4.addresses.length} IPv4, ${kept.ipv6.addresses.length} IPv6), ` +
+      `sha256 ${digest}`,
+  );
+  return lines.join('\n') + '\n';
+}
+
+/** Runs one command line and returns the exit status. */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let command: Command;
+  try {
+    command = parseCommandLine(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.stderr.write(`exoledge: ${e.message}\n${USAGE.slice(0, USAGE.indexOf('\n'))}\n(exoledge --help for more)\n`);
+    return ExitCode.Usage;
+  }
+  switch (command.kind) {
+    case 'help':
+      io.stdout.write(USAGE);
+      return ExitCode.Ok;
+    case 'aggregate':
+      return runAggregate(command, io);
+    default:
+      return command satisfies never;
+  }
+}
+
+async function runAggregate(command: AggregateCommand, io: Io): Promise<number> {
+  if (command.source === '-' && io.stdin.isTTY === true) {
+    // Nobody types a blocklist: waiting on the terminal would look like a hang.
+    io.stderr.write('exoledge: no input: give a FILE, or pipe the list into standard input\n');
+    return ExitCode.Usage;
+  }
+  let input: Buffer;
+  try {
+    input = command.source === '-' ? await readAll(io.stdin) : readFileSync(command.source);
+  } catch (e) {
+    const reason = e instanceof Error ? e.message : String(e);
+    io.stderr.write(`exoledge: cannot read ${command.source}: ${reason}\n`);
+    return ExitCode.InputError;
+  }
+  const result = aggregate(input, command.options);
+  const text = canonicalText(result.budget.kept);
+  io.stdout.write(text);
+  io.stderr.write(summarise(command.source, command, result, fingerprintOfText(text)));
+  return ExitCode.Ok;
+}

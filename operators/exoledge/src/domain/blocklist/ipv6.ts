@@ -1,0 +1,189 @@
+/**
+ * IPv6 text, both ways. Reading follows RFC 4291 section 2.2 and nothing looser: eight
+ * groups of one to four hex digits, at most one `::` standing for one or more zero
+ * groups, an optional dotted IPv4 address as the last 32 bits (with the same strict
+ * rules as a plain IPv4 address). No zone index (`%eth0`): a zone names a link on one
+ * host, it has no meaning in a list shared between machines. Writing follows RFC 5952
+ * section 4: lower case, no leading zeros, the longest run of two or more zero groups
+ * (the first on a tie) written `::`. The mixed `::ffff:1.2.3.4` form of section 5 is a
+ * recommendation we do not follow: one canonical spelling, always hexadecimal, keeps the
+ * published set and its fingerprint simple.
+ */
+
+const COLON = 0x3a;
+const DOT = 0x2e;
+const D0 = 0x30;
+const D9 = 0x39;
+
+function hexValue(c: number): number {
+  if (c >= D0 && c <= D9) return c - D0;
+  const lower = c | 0x20;
+  if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10;
+  return -1;
+}
+
+/**
+ * The strict dotted-quad value of bytes[start, end), or a message saying why not. Shared
+ * by the IPv6 reader for its embedded form; the line parser has its own inlined copy of
+ * the same rules on its hot path.
+ */
+export function readDottedQuad(bytes: Uint8Array, start: number, end: number): number | string {
+  let value = 0;
+  let i = start;
+  for (let part = 0; part < 4; part++) {
+    if (part > 0) {
+      if (i >= end || bytes[i] !== DOT) return 'an IPv4 address has exactly four parts';
+      i++;
+    }
+    const first = i;
+    let octet = 0;
+    while (i < end) {
+      const c = bytes[i]!;
+      if (c < D0 || c > D9) break;
+      octet = octet * 10 + (c - D0);
+      i++;
+    }
+    if (i === first) return 'an IPv4 part is empty or not decimal';
+    if (i - first > 1 && bytes[first] === D0) return 'an IPv4 part has a leading zero';
+    if (octet > 255) return 'an IPv4 part is above 255';
+    value = value * 256 + octet;
+  }
+  if (i !== end) return 'an IPv4 address has exactly four parts';
+  return value;
+}
+
+/**
+ * Reads the IPv6 address in bytes[start, end) into eight 16-bit groups in `out`.
+ * Returns undefined on success, or a message saying what RFC 4291 does not allow.
+ */
+export function readIpv6Groups(bytes: Uint8Array, start: number, end: number, out: Uint16Array): string | undefined {
+  let i = start;
+  let count = 0;
+  /** Index in `out` where the groups after `::` begin, or -1 without `::`. */
+  let gap = -1;
+  if (i < end && bytes[i] === COLON) {
+    if (bytes[i + 1] !== COLON || i + 1 >= end) return 'a single leading colon';
+    gap = 0;
+    i += 2;
+  }
+  while (i < end) {
+    const groupStart = i;
+    let value = 0;
+    let h = hexValue(bytes[i]!);
+    while (h >= 0) {
+      value = value * 16 + h;
+      i++;
+      h = i < end ? hexValue(bytes[i]!) : -1;
+    }
+    if (i < end && bytes[i] === DOT) {
+      // The last 32 bits as a dotted quad: it must close the address.
+      if (count > 6) return 'too many groups before the embedded IPv4 address';
+      const v4 = readDottedQuad(bytes, groupStart, end);
+      if (typeof v4 === 'string') return `${v4} (embedded IPv4)`;
+      out[count++] = v4 >>> 16;
+      out[count++] = v4 & 0xffff;
+      i = end;
+      break;
+    }
+    if (i === groupStart) {
+      if (i < end && bytes[i] === 0x25) return 'a zone index (%) has no meaning in a shared list';
+      return i < end && bytes[i] !== COLON ? 'a character that is not a hex digit' : 'an empty group';
+    }
+    if (i - groupStart > 4) return 'a group of more than four hex digits';
+    if (count === 8) return 'more than eight groups';
+    out[count++] = value;
+    if (i === end) break;
+    if (bytes[i] !== COLON) {
+      return bytes[i] === 0x25 ? 'a zone index (%) has no meaning in a shared list' : 'a character that is not a hex digit';
+    }
+    i++;
+    if (i < end && bytes[i] === COLON) {
+      if (gap >= 0) return 'two "::"';
+      gap = count;
+      i++;
+    } else if (i === end) {
+      return 'a trailing single colon';
+    }
+  }
+  if (gap < 0) {
+    if (count !== 8) return 'fewer than eight groups and no "::"';
+    return undefined;
+  }
+  if (count > 7) return '"::" with eight groups besides';
+  // Move the groups after the gap to the end and zero the middle.
+  const tail = count - gap;
+  for (let k = 0; k < tail; k++) out[7 - k] = out[count - 1 - k]!;
+  for (let k = gap; k < 8 - tail; k++) out[k] = 0;
+  return undefined;
+}
+
+const TWO_32 = 4294967296;
+
+/** The 128-bit value of eight groups, built from exact 48-, 48- and 32-bit pieces. */
+export function ipv6FromGroups(g: Uint16Array): bigint {
+  const hi = (g[0]! * 65536 + g[1]!) * 65536 + g[2]!;
+  const mid = (g[3]! * 65536 + g[4]!) * 65536 + g[5]!;
+  const lo = g[6]! * 65536 + g[7]!;
+  return (BigInt(hi) << 80n) | (BigInt(mid) << 32n) | BigInt(lo);
+}
+
+/** Writes the eight groups of `address` into `out`. */
+export function ipv6Groups(address: bigint, out: Uint16Array): void {
+  const hi = Number(address >> 80n);
+  const mid = Number((address >> 32n) & 0xffffffffffffn);
+  const lo = Number(address & 0xffffffffn);
+  out[0] = Math.floor(hi / TWO_32);
+  out[1] = Math.floor(hi / 65536) % 65536;
+  out[2] = hi % 65536;
+  out[3] = Math.floor(mid / TWO_32);
+  out[4] = Math.floor(mid / 65536) % 65536;
+  out[5] = mid % 65536;
+  out[6] = Math.floor(lo / 65536);
+  out[7] = lo % 65536;
+}
+
+const scratch = new Uint16Array(8);
+
+/** RFC 5952 text of an IPv6 address. */
+export function formatIpv6(address: bigint): string {
+  ipv6Groups(address, scratch);
+  // The longest run of zero groups, at least two long; the first one on a tie.
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (scratch[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    while (j < 8 && scratch[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  let text = '';
+  for (let i = 0; i < 8; i++) {
+    if (i === best) {
+      text += '::';
+      i += bestLen - 1;
+      continue;
+    }
+    if (i > 0 && i !== best + bestLen) text += ':';
+    text += scratch[i]!.toString(16);
+  }
+  return text;
+}
+
+/** `SHIFT_V6[len]` is 128 - len as a bigint: the host bits of a /len. */
+export const SHIFT_V6: readonly bigint[] = Array.from({ length: 129 }, (_, len) => BigInt(128 - len));
+
+/** `BLOCK_SIZE_V6[len]` is the number of addresses in a /len: 2^(128 - len). */
+export const BLOCK_SIZE_V6: readonly bigint[] = SHIFT_V6.map((s) => 1n << s);
+
+/** The network address of `address` in a /len: host bits cleared. */
+export function ipv6Network(address: bigint, length: number): bigint {
+  const shift = SHIFT_V6[length]!;
+  return (address >> shift) << shift;
+}

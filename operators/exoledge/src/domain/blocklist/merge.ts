@@ -1,0 +1,156 @@
+/**
+ * The minimal exact cover of a set of prefixes: the fewest CIDR prefixes whose union is
+ * exactly the union of the input, no address more, no address less. Four contiguous /24
+ * become one /22; duplicates and prefixes inside others vanish; 10.0.0.0/24 and
+ * 10.0.1.0/25 stay two prefixes, since no single prefix covers exactly their union.
+ * Merging matters as much as the budget: on a scanner list it is the difference between
+ * fitting Cilium's 65,536-entry policy map and saturating it.
+ *
+ * How: sort by address, sweep once to join overlapping and touching prefixes into
+ * disjoint address ranges, then write each range as its largest aligned blocks, left to
+ * right. That split is the unique minimal cover of a range, and ranges that neither
+ * overlap nor touch cannot share a prefix, so the result is minimal as a whole.
+ *
+ * Guarantees on the result: each family ascending by address; disjoint; every prefix
+ * maximal (its parent is not covered by the input); host bits zero. It is canonical: the
+ * same address set always gives the same list, whatever the order and the shape of the
+ * input.
+ */
+import { BLOCK_SIZE_V4 } from './ipv4.ts';
+import { BLOCK_SIZE_V6 } from './ipv6.ts';
+import type { Ipv4Prefixes, Ipv6Prefixes, PrefixList } from './prefix-list.ts';
+import { sortIpv4, sortIpv6 } from './sort.ts';
+
+export function merge(entries: PrefixList): PrefixList {
+  return { ipv4: mergeIpv4(entries.ipv4), ipv6: mergeIpv6(entries.ipv6) };
+}
+
+const TWO_32 = 4294967296;
+
+export function mergeIpv4(entries: Ipv4Prefixes): Ipv4Prefixes {
+  const { addresses, lengths } = sortIpv4(entries);
+  const n = addresses.length;
+  let outAddresses = new Uint32Array(Math.max(64, n >>> 2));
+  let outLengths = new Uint8Array(outAddresses.length);
+  let count = 0;
+  const push = (address: number, length: number): void => {
+    if (count === outAddresses.length) {
+      const a = new Uint32Array(count * 2);
+      a.set(outAddresses);
+      outAddresses = a;
+      const l = new Uint8Array(count * 2);
+      l.set(outLengths);
+      outLengths = l;
+    }
+    outAddresses[count] = address;
+    outLengths[count] = length;
+    count++;
+  };
+  /** Writes the inclusive range [start, end] as its largest aligned blocks. */
+  const split = (start: number, end: number): void => {
+    let s = start;
+    while (s <= end) {
+      // The largest block aligned on s: as many host bits as s has trailing zeros...
+      let length = s === 0 ? 0 : 32 - (31 - Math.clz32(s & -s));
+      // ...but no larger than what is left of the range.
+      const left = end - s + 1;
+      const fit = left === TWO_32 ? 0 : 32 - (31 - Math.clz32(left));
+      if (fit > length) length = fit;
+      push(s, length);
+      s += BLOCK_SIZE_V4[length]!;
+    }
+  };
+
+  if (n > 0) {
+    let start = addresses[0]!;
+    let length = lengths[0]!;
+    let end = start + BLOCK_SIZE_V4[length]! - 1;
+    /** The current range is one input prefix: written as is, no split needed. */
+    let single = true;
+    for (let i = 1; i < n; i++) {
+      const s = addresses[i]!;
+      const l = lengths[i]!;
+      if (s <= end + 1) {
+        const e = s + BLOCK_SIZE_V4[l]! - 1;
+        if (e > end) {
+          end = e;
+          single = false;
+        }
+      } else {
+        if (single) push(start, length);
+        else split(start, end);
+        start = s;
+        length = l;
+        end = s + BLOCK_SIZE_V4[l]! - 1;
+        single = true;
+      }
+    }
+    if (single) push(start, length);
+    else split(start, end);
+  }
+  return { addresses: outAddresses.slice(0, count), lengths: outLengths.slice(0, count) };
+}
+
+function trailingZeros128(x: bigint): number {
+  let n = 0;
+  let v = x;
+  while ((v & 0xffffffffn) === 0n) {
+    v >>= 32n;
+    n += 32;
+  }
+  const low = Number(v & 0xffffffffn);
+  return n + 31 - Math.clz32(low & -low);
+}
+
+export function mergeIpv6(entries: Ipv6Prefixes): Ipv6Prefixes {
+  const { addresses, lengths } = sortIpv6(entries);
+  const n = addresses.length;
+  const outAddresses: bigint[] = [];
+  const outLengths: number[] = [];
+  const split = (start: bigint, end: bigint): void => {
+    let s = start;
+    while (s <= end) {
+      let length = s === 0n ? 0 : 128 - trailingZeros128(s);
+      const fit = 128 - (end - s + 1n).toString(2).length + 1;
+      if (fit > length) length = fit;
+      outAddresses.push(s);
+      outLengths.push(length);
+      s += BLOCK_SIZE_V6[length]!;
+    }
+  };
+  if (n > 0) {
+    let start = addresses[0]!;
+    let length = lengths[0]!;
+    let end = start + BLOCK_SIZE_V6[length]! - 1n;
+    let single = true;
+    for (let i = 1; i < n; i++) {
+      const s = addresses[i]!;
+      const l = lengths[i]!;
+      if (s <= end + 1n) {
+        const e = s + BLOCK_SIZE_V6[l]! - 1n;
+        if (e > end) {
+          end = e;
+          single = false;
+        }
+      } else {
+        if (single) {
+          outAddresses.push(start);
+          outLengths.push(length);
+        } else {
+          split(start, end);
+        }
+        start = s;
+        length = l;
+        end = s + BLOCK_SIZE_V6[l]! - 1n;
+        single = true;
+      }
+    }
+    if (single) {
+      outAddresses.push(start);
+      outLengths.push(length);
+    } else {
+      split(start, end);
+    }
+  }
+  return { addresses: outAddresses, lengths: Uint8Array.from(outLengths) };
+}

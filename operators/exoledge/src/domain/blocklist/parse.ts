@@ -1,0 +1,502 @@
+/**
+ * Reading a blocklist: one IPv4 or IPv6 address or prefix per line, `#` and `;` comments
+ * (whole-line or after the entry: `1.10.16.0/20 ; SBL256894`), blank lines, CRLF, spaces
+ * and tabs around the entry, an optional UTF-8 byte order mark.
+ *
+ * The rule that matters: a line we cannot read exactly is refused, counted and reported
+ * with its number, never turned into some other address. `inet_aton` reads `1.2.3` as
+ * 1.2.0.3 and `010.0.0.1` as 8.0.0.1; FireHOL's iprange reads `2001:db8::1` as 0.0.7.209
+ * and `1.2.3.4:80` as 1.2.3.4. On a blocklist each of those guesses blocks someone the
+ * list never named. Host bits set in a prefix (`1.2.3.77/24`) are the one thing fixed
+ * up, because the intent is unambiguous: the prefix is read as 1.2.3.0/24 and the fix is
+ * reported.
+ *
+ * Speed: three million lines are read from the bytes as they are, with no string per
+ * line, no regular expression and no object per entry; IPv4 entries go straight into
+ * typed arrays. Only IPv6 entries (a bigint each) and reported lines allocate.
+ */
+import { formatIpv4, MASK_V4 } from './ipv4.ts';
+import { formatIpv6, ipv6FromGroups, ipv6Network, readIpv6Groups } from './ipv6.ts';
+import type { PrefixList } from './prefix-list.ts';
+
+/** Why a line was refused. */
+export const MalformedReason = {
+  /** The line starts with something no address starts with: a word, a hostname, a bracket, a dash. */
+  NotAnAddress: 'NotAnAddress',
+  /**
+   * An IPv4 address must be exactly four decimal parts separated by dots. `1.2.3` and
+   * `16909060` are refused (inet_aton reads them as 1.2.0.3 and 1.2.3.4), as are
+   * `1.2.3.4.5`, `1..2.3` and `0x7f.0.0.1`.
+   */
+  Ipv4Syntax: 'Ipv4Syntax',
+  /**
+   * A decimal part written with a leading zero: `010.0.0.1` is octal 8 to inet_aton and
+   * decimal 10 to other readers, so it names no address for sure. Prefix lengths too
+   * (`/024`), as Go's netip refuses them and Cilium reads prefixes with it.
+   */
+  LeadingZero: 'LeadingZero',
+  /** An IPv4 part above 255. */
+  OctetOutOfRange: 'OctetOutOfRange',
+  /** The prefix length after `/` is missing, not decimal, or above 32 (IPv4) or 128 (IPv6). */
+  PrefixLength: 'PrefixLength',
+  /**
+   * Something after the entry that is not a comment: a port (`1.2.3.4:80`), a second
+   * address, a range (`1.2.3.4-1.2.3.9`), a second `/`. We do not guess which part the
+   * author meant.
+   */
+  TrailingText: 'TrailingText',
+  /** IPv6 text that RFC 4291 does not allow: two `::`, nine groups, five hex digits, a zone index. */
+  Ipv6Syntax: 'Ipv6Syntax',
+} as const;
+export type MalformedReason = (typeof MalformedReason)[keyof typeof MalformedReason];
+
+/** A refused line. */
+export interface MalformedLine {
+  /** 1-based line number in the input. */
+  readonly line: number;
+  readonly reason: MalformedReason;
+  /** What exactly is wrong, for a human. */
+  readonly message: string;
+  /** The line as written, trimmed, cut at `MAX_REPORTED_TEXT` characters. */
+  readonly text: string;
+}
+
+/** A prefix whose host bits were set, read as its network. */
+export interface NormalisedLine {
+  readonly line: number;
+  /** The entry as written: `1.2.3.77/24`. */
+  readonly text: string;
+  /** The prefix it was read as: `1.2.3.0/24`. */
+  readonly prefix: string;
+}
+
+export interface ParseOptions {
+  /**
+   * How many malformed and normalised lines to describe one by one (the counts are
+   * always exact). A list of three million garbage lines must not cost three million
+   * report objects. Default `DEFAULT_DETAIL_LIMIT`.
+   */
+  readonly detailLimit?: number;
+}
+
+export const DEFAULT_DETAIL_LIMIT = 1000;
+export const MAX_REPORTED_TEXT = 120;
+
+export interface ParseCounts {
+  /** Lines in the input; a final line without a newline counts, an empty end does not. */
+  readonly lines: number;
+  readonly blank: number;
+  /** Lines holding only a comment. */
+  readonly comments: number;
+  readonly ipv4: number;
+  readonly ipv6: number;
+  readonly malformed: number;
+  /** Entries whose host bits were set and cleared. */
+  readonly normalised: number;
+}
+
+export interface ParseResult {
+  /** Every entry read, in file order, host bits cleared; duplicates and overlaps kept. */
+  readonly entries: PrefixList;
+  readonly counts: ParseCounts;
+  /** The first `detailLimit` refused lines, in file order. */
+  readonly malformed: readonly MalformedLine[];
+  /** The first `detailLimit` normalised prefixes, in file order. */
+  readonly normalised: readonly NormalisedLine[];
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const TAB = 0x09;
+const SP = 0x20;
+const HASH = 0x23;
+const SEMI = 0x3b;
+const SLASH = 0x2f;
+const DOT = 0x2e;
+const COLON = 0x3a;
+const D0 = 0x30;
+const D9 = 0x39;
+
+/** Ends an entry: a blank, the end of the line, or the start of a comment. */
+function endsEntry(c: number): boolean {
+  return c === SP || c === TAB || c === CR || c === LF || c === HASH || c === SEMI;
+}
+
+function isHexLetter(c: number): boolean {
+  const lower = c | 0x20;
+  return lower >= 0x61 && lower <= 0x66;
+}
+
+/**
+ * Where an IPv4 read failed: internal codes on the hot path, turned into a reason and a
+ * message only for the lines that are reported.
+ */
+const Fail = {
+  None: 0,
+  NotAnAddress: 1,
+  Ipv4PartCount: 2,
+  Ipv4EmptyPart: 3,
+  LeadingZero: 4,
+  OctetOutOfRange: 5,
+  PrefixLengthMissing: 6,
+  PrefixLengthLeadingZero: 7,
+  PrefixLengthTooLong: 8,
+  TrailingText: 9,
+  Ipv6: 10,
+} as const;
+type Fail = (typeof Fail)[keyof typeof Fail];
+
+function describeFail(fail: Fail, ipv6Message: string): { reason: MalformedReason; message: string } {
+  switch (fail) {
+    case Fail.None:
+    case Fail.NotAnAddress:
+      return { reason: MalformedReason.NotAnAddress, message: 'not an IPv4 or IPv6 address' };
+    case Fail.Ipv4PartCount:
+      return {
+        reason: MalformedReason.Ipv4Syntax,
+        message: 'an IPv4 address has exactly four decimal parts (no inet_aton shorthand)',
+      };
+    case Fail.Ipv4EmptyPart:
+      return { reason: MalformedReason.Ipv4Syntax, message: 'an IPv4 part is empty or not decimal' };
+    case Fail.LeadingZero:
+      return {
+        reason: MalformedReason.LeadingZero,
+        message: 'an IPv4 part has a leading zero (octal to inet_aton, decimal elsewhere)',
+      };
+    case Fail.OctetOutOfRange:
+      return { reason: MalformedReason.OctetOutOfRange, message: 'an IPv4 part is above 255' };
+    case Fail.PrefixLengthMissing:
+      return { reason: MalformedReason.PrefixLength, message: 'no decimal prefix length after "/"' };
+    case Fail.PrefixLengthLeadingZero:
+      return { reason: MalformedReason.LeadingZero, message: 'the prefix length has a leading zero' };
+    case Fail.PrefixLengthTooLong:
+      return { reason: MalformedReason.PrefixLength, message: 'the prefix length is above 32 (IPv4) or 128 (IPv6)' };
+    case Fail.TrailingText:
+      return {
+        reason: MalformedReason.TrailingText,
+        message: 'text after the entry that is not a comment (a port, a range, a second address)',
+      };
+    case Fail.Ipv6:
+      return { reason: MalformedReason.Ipv6Syntax, message: ipv6Message };
+    default:
+      return fail satisfies never;
+  }
+}
+
+function tokenText(bytes: Uint8Array, from: number, to: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString('latin1');
+}
+
+/** Everything a parse accumulates, shared by the fast path and the general reader. */
+class ParseState {
+  readonly bytes: Uint8Array;
+  readonly detailLimit: number;
+  readonly v4Addresses: Uint32Array;
+  readonly v4Lengths: Uint8Array;
+  v4Count = 0;
+  readonly v6Addresses: bigint[] = [];
+  readonly v6Lengths: number[] = [];
+  /** Scratch for the IPv6 reader. */
+  readonly groups = new Uint16Array(8);
+  readonly malformed: MalformedLine[] = [];
+  readonly normalised: NormalisedLine[] = [];
+  blank = 0;
+  comments = 0;
+  malformedCount = 0;
+  normalisedCount = 0;
+
+  constructor(bytes: Uint8Array, detailLimit: number) {
+    this.bytes = bytes;
+    this.detailLimit = detailLimit;
+    // An IPv4 entry takes at least 8 bytes with its newline (`1.1.1.1\n`), so this bounds
+    // the count; pages never written to are never touched, so the excess costs no memory.
+    const capacity = Math.floor((bytes.length + 1) / 8) + 1;
+    this.v4Addresses = new Uint32Array(capacity);
+    this.v4Lengths = new Uint8Array(capacity);
+  }
+
+  normalisedIpv4(line: number, from: number, to: number, network: number, length: number): void {
+    this.normalisedCount++;
+    if (this.normalised.length < this.detailLimit) {
+      this.normalised.push({ line, text: tokenText(this.bytes, from, to), prefix: `${formatIpv4(network)}/${length}` });
+    }
+  }
+
+  refused(line: number, lineStart: number, fail: Fail, ipv6Message: string): void {
+    this.malformedCount++;
+    if (this.malformed.length < this.detailLimit) {
+      this.malformed.push({ line, ...describeFail(fail, ipv6Message), text: lineText(this.bytes, lineStart) });
+    }
+  }
+}
+
+// Report helpers and the general reader live outside `parseBlocklist`, so that its loop
+// stays small: V8 optimises a small hot loop sooner, and a closure over `bytes` there
+// would move it into a context object and slow every read.
+
+function lineText(bytes: Uint8Array, from: number): string {
+  let end = bytes.indexOf(LF, from);
+  if (end < 0) end = bytes.length;
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset + from, end - from)
+    .toString('utf8')
+    .trim();
+  return text.length > MAX_REPORTED_TEXT ? text.slice(0, MAX_REPORTED_TEXT) + '…' : text;
+}
+
+/**
+ * Reads a blocklist. Takes bytes as read from a file or an HTTP body (UTF-8; only ASCII
+ * can form an entry), or a string. Pure: the input is not modified.
+ */
+export function parseBlocklist(input: Uint8Array | string, options: ParseOptions = {}): ParseResult {
+  const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
+  const state = new ParseState(bytes, options.detailLimit ?? DEFAULT_DETAIL_LIMIT);
+  const { v4Addresses, v4Lengths } = state;
+  const n = bytes.length;
+  let v4Count = 0;
+  let line = 0;
+  // A byte order mark is an encoding artefact, not part of the first line.
+  let i = n >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  while (i < n) {
+    line++;
+    // Fast path for the shape of nearly every line of a big list: `a.b.c.d` or
+    // `a.b.c.d/len` at the start of the line, then the newline. It accepts only what
+    // `readLine` accepts and leaves everything else to it, every refusal included.
+    // Reading past the end yields LF: the last line needs no newline.
+    fast: {
+      let p = i;
+      let address = 0;
+      let d = (bytes[p] ?? LF) - D0;
+      for (let part = 0; ; part++) {
+        if (d < 0 || d > 9) break fast;
+        let octet = d;
+        d = (bytes[++p] ?? LF) - D0;
+        if (d >= 0 && d <= 9) {
+          if (octet === 0) break fast;
+          octet = octet * 10 + d;
+          d = (bytes[++p] ?? LF) - D0;
+          if (d >= 0 && d <= 9) {
+            octet = octet * 10 + d;
+            if (octet > 255) break fast;
+            d = (bytes[++p] ?? LF) - D0;
+          }
+        }
+        address = address * 256 + octet;
+        if (part === 3) break;
+        if (d !== DOT - D0) break fast;
+        d = (bytes[++p] ?? LF) - D0;
+      }
+      let length = 32;
+      if (d === SLASH - D0) {
+        d = (bytes[++p] ?? LF) - D0;
+        if (d < 0 || d > 9) break fast;
+        length = d;
+        d = (bytes[++p] ?? LF) - D0;
+        if (d >= 0 && d <= 9) {
+          if (length === 0) break fast;
+          length = length * 10 + d;
+          if (length > 32) break fast;
+          d = (bytes[++p] ?? LF) - D0;
+        }
+      }
+      if (d !== LF - D0) break fast;
+      const network = (address & MASK_V4[length]!) >>> 0;
+      if (network !== address) state.normalisedIpv4(line, i, p, network, length);
+      v4Addresses[v4Count] = network;
+      v4Lengths[v4Count] = length;
+      v4Count++;
+      i = p + 1;
+      continue;
+    }
+    state.v4Count = v4Count;
+    i = readLine(state, i, line);
+    v4Count = state.v4Count;
+  }
+
+  return {
+    entries: {
+      // Views, not copies: the unused tail was never written, so it holds no memory.
+      ipv4: { addresses: v4Addresses.subarray(0, v4Count), lengths: v4Lengths.subarray(0, v4Count) },
+      ipv6: { addresses: state.v6Addresses, lengths: Uint8Array.from(state.v6Lengths) },
+    },
+    counts: {
+      lines: line,
+      blank: state.blank,
+      comments: state.comments,
+      ipv4: v4Count,
+      ipv6: state.v6Addresses.length,
+      malformed: state.malformedCount,
+      normalised: state.normalisedCount,
+    },
+    malformed: state.malformed,
+    normalised: state.normalised,
+  };
+}
+
+/**
+ * The general reader: one whole line starting at `lineStart`, with every rule of this
+ * module. Records what it read or refused in `state` and returns where the next line
+ * starts.
+ */
+function readLine(state: ParseState, lineStart: number, line: number): number {
+  const { bytes } = state;
+  const n = bytes.length;
+  let i = lineStart;
+  let c = bytes[i] ?? LF;
+  while (c === SP || c === TAB || c === CR) c = bytes[++i] ?? LF;
+  if (c === LF) {
+    state.blank++;
+    return i + 1;
+  }
+  if (c === HASH || c === SEMI) {
+    state.comments++;
+    return endOfLine(bytes, i) + 1;
+  }
+  const tokenStart = i;
+  let fail: Fail = Fail.None;
+  let ipv6Message = '';
+  let isIpv6 = false;
+
+  if (c >= D0 && c <= D9) {
+    // IPv4: four decimal parts, each 0-255 without leading zero.
+    let address = 0;
+    let part = 0;
+    for (;;) {
+      if (c < D0 || c > D9) {
+        fail = Fail.Ipv4EmptyPart;
+        break;
+      }
+      const first = c;
+      let octet = c - D0;
+      let digits = 1;
+      c = bytes[++i] ?? LF;
+      while (c >= D0 && c <= D9) {
+        octet = octet * 10 + (c - D0);
+        digits++;
+        c = bytes[++i] ?? LF;
+      }
+      if (part === 0 && (c === COLON || isHexLetter(c))) {
+        // `2001:db8::`, `1a::`: an IPv6 address that happens to start with a digit.
+        isIpv6 = true;
+        break;
+      }
+      if (part < 3 && c !== DOT) {
+        // `1.2.3` and `16909060` end early: the inet_aton shorthands. `0x7f.0.0.1` does not end.
+        fail = endsEntry(c) ? Fail.Ipv4PartCount : Fail.Ipv4EmptyPart;
+        break;
+      }
+      if (first === D0 && digits > 1) {
+        fail = Fail.LeadingZero;
+        break;
+      }
+      if (octet > 255) {
+        fail = Fail.OctetOutOfRange;
+        break;
+      }
+      address = address * 256 + octet;
+      if (++part === 4) break;
+      c = bytes[++i] ?? LF;
+    }
+    if (!isIpv6) {
+      if (fail === Fail.None && c === DOT) fail = Fail.Ipv4PartCount;
+      let length = 32;
+      if (fail === Fail.None && c === SLASH) {
+        c = bytes[++i] ?? LF;
+        if (c < D0 || c > D9) {
+          fail = Fail.PrefixLengthMissing;
+        } else {
+          const first = c;
+          length = c - D0;
+          let digits = 1;
+          c = bytes[++i] ?? LF;
+          while (c >= D0 && c <= D9) {
+            length = length * 10 + (c - D0);
+            digits++;
+            c = bytes[++i] ?? LF;
+          }
+          if (first === D0 && digits > 1) fail = Fail.PrefixLengthLeadingZero;
+          else if (length > 32) fail = Fail.PrefixLengthTooLong;
+        }
+      }
+      const tokenEnd = i;
+      if (fail === Fail.None) {
+        while (c === SP || c === TAB || c === CR) c = bytes[++i] ?? LF;
+        if (c !== LF && c !== HASH && c !== SEMI) fail = Fail.TrailingText;
+      }
+      if (fail === Fail.None) {
+        const network = (address & MASK_V4[length]!) >>> 0;
+        if (network !== address) state.normalisedIpv4(line, tokenStart, tokenEnd, network, length);
+        state.v4Addresses[state.v4Count] = network;
+        state.v4Lengths[state.v4Count] = length;
+        state.v4Count++;
+        return endOfLine(bytes, i) + 1;
+      }
+    }
+  } else if (c === COLON || isHexLetter(c)) {
+    isIpv6 = true;
+  } else {
+    fail = Fail.NotAnAddress;
+  }
+
+  if (isIpv6) {
+    let end = tokenStart;
+    let slash = -1;
+    let colons = 0;
+    for (c = bytes[end] ?? LF; !endsEntry(c); c = bytes[++end] ?? LF) {
+      if (c === SLASH && slash < 0) slash = end;
+      else if (c === COLON) colons++;
+    }
+    const addressEnd = slash < 0 ? end : slash;
+    let length = 128;
+    if (colons === 0) {
+      fail = Fail.NotAnAddress;
+    } else {
+      const problem = readIpv6Groups(bytes, tokenStart, addressEnd, state.groups);
+      if (problem !== undefined) {
+        fail = Fail.Ipv6;
+        ipv6Message = `not an IPv6 address: ${problem}`;
+      } else if (slash >= 0) {
+        let p = slash + 1;
+        length = 0;
+        for (; p < end; p++) {
+          const digit = bytes[p]! - D0;
+          if (digit < 0 || digit > 9) break;
+          length = length * 10 + digit;
+        }
+        if (p === slash + 1) fail = Fail.PrefixLengthMissing;
+        else if (p !== end) fail = Fail.TrailingText;
+        else if (p - slash > 2 && bytes[slash + 1] === D0) fail = Fail.PrefixLengthLeadingZero;
+        else if (length > 128) fail = Fail.PrefixLengthTooLong;
+      }
+    }
+    if (fail === Fail.None) {
+      i = end;
+      c = bytes[i] ?? LF;
+      while (c === SP || c === TAB || c === CR) c = bytes[++i] ?? LF;
+      if (c !== LF && c !== HASH && c !== SEMI) fail = Fail.TrailingText;
+    }
+    if (fail === Fail.None) {
+      const address = ipv6FromGroups(state.groups);
+      const network = ipv6Network(address, length);
+      if (network !== address) {
+        state.normalisedCount++;
+        if (state.normalised.length < state.detailLimit) {
+          state.normalised.push({ line, text: tokenText(bytes, tokenStart, end), prefix: `${formatIpv6(network)}/${length}` });
+        }
+      }
+      state.v6Addresses.push(network);
+      state.v6Lengths.push(length);
+      return endOfLine(bytes, i) + 1;
+    }
+  }
+
+  state.refused(line, lineStart, fail, ipv6Message);
+  const end = bytes.indexOf(LF, tokenStart);
+  return end < 0 ? n : end + 1;
+}
+
+/** The index of the newline ending the line that `i` is in, or the input length. */
+function endOfLine(bytes: Uint8Array, i: number): number {
+  let p = i;
+  while ((bytes[p] ?? LF) !== LF) p++;
+  return p;
+}

@@ -1,0 +1,117 @@
+/**
+ * `npm run up`: the main job. Starts a local control plane (building its binaries the
+ * first time), installs every operator's CRDs, starts every operator that provides a
+ * local runner, and keeps it all running until Ctrl-C.
+ *
+ * Conventions an operator follows to join:
+ * - `operators/<name>/crds/*.yaml`: its generated CRDs, installed here.
+ * - `operators/<name>/src/local.ts` exporting `runLocal(ctx)`: starts the operator
+ *   against the plane with a sample to look at, and returns `{ stop() }`.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ControlPlane, ControlPlaneError } from '@operators/controlplane';
+import { installCrds } from '@operators/controlplane/testing';
+import { KubeClient, type KubeObject } from '@operators/kit';
+import { parseAllDocuments } from 'yaml';
+
+const root = join(import.meta.dirname, '..');
+
+export interface LocalContext {
+  readonly kubeconfigPath: string;
+  readonly client: KubeClient;
+  readonly log: (message: string) => void;
+}
+
+interface LocalRunner {
+  runLocal(ctx: LocalContext): Promise<{ stop(): Promise<void> }>;
+}
+
+function operators(): string[] {
+  const dir = join(root, 'operators');
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+}
+
+function projectCrds(): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const op of operators()) {
+    const dir = join(root, 'operators', op, 'crds');
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort()) {
+      for (const doc of parseAllDocuments(readFileSync(join(dir, f), 'utf8'))) {
+        const o = doc.toJS() as KubeObject | null;
+        if (o?.kind === 'CustomResourceDefinition') out.push(o);
+      }
+    }
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const log = (m: string): void => {
+    process.stdout.write(`[up] ${m}\n`);
+  };
+  const plane = await ControlPlane.start({ log: (m) => log(m) });
+  const stateDir = join(root, '.tmp');
+  mkdirSync(stateDir, { recursive: true });
+  const kubeconfig = join(stateDir, 'kubeconfig');
+  writeFileSync(kubeconfig, plane.kubeconfig(), { mode: 0o600 });
+  const client = await KubeClient.load(kubeconfig);
+
+  const crds = projectCrds();
+  if (crds.length) {
+    await installCrds(client, crds);
+    log(`installed ${crds.length} CRDs: ${crds.map((c) => c.metadata.name).join(', ')}`);
+  }
+
+  const running: { name: string; stop(): Promise<void> }[] = [];
+  for (const op of operators()) {
+    const entry = join(root, 'operators', op, 'src', 'local.ts');
+    if (!existsSync(entry)) continue;
+    const mod = (await import(pathToFileURL(entry).href)) as LocalRunner;
+    const handle = await mod.runLocal({ kubeconfigPath: kubeconfig, client, log: (m) => log(`${op}: ${m}`) });
+    running.push({ name: op, stop: handle.stop });
+    log(`${op} is running`);
+  }
+
+  const kubectl = plane.binaries.kubectl;
+  process.stdout.write(
+    [
+      '',
+      `The control plane is up at ${plane.url} (Kubernetes, etcd and kubectl built for this project).`,
+      'In another terminal:',
+      '',
+      `  export KUBECONFIG=${kubeconfig}`,
+      `  alias kubectl=${kubectl}`,
+      '  kubectl get --raw /version',
+      '  kubectl get crds',
+      '',
+      '(or, without the exports: npm run kubectl -- get namespaces)',
+      'Ctrl-C stops everything and removes the plane.',
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    for (const r of running.reverse()) await r.stop().catch((e: unknown) => log(`${r.name}: ${String(e)}`));
+    await client.transport.close();
+    await plane.stop();
+    rmSync(kubeconfig, { force: true });
+    process.exit(0);
+  };
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  setInterval(() => {}, 1 << 30);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(err instanceof ControlPlaneError ? `error: ${err.message}\n` : `${(err as Error).stack}\n`);
+  process.exit(1);
+});
