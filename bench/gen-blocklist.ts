@@ -122,11 +122,16 @@ function generateIpv4(path: string, lines: number, r: () => number): ListMeta {
   const malformed: number[] = [];
   // Hosting ranges: a few hundred /16s hold most of a proxy list, some far busier than others.
   const busy = Array.from({ length: 400 }, () => (1 + Math.floor(r() * 222)) * 256 + Math.floor(r() * 256));
-  const busyAddress = (): number => busy[Math.floor(busy.length * r() * r())]! * 65536 + Math.floor(r() * 65536);
+  const busyAddress = (): number =>
+    busy[Math.floor(busy.length * r() * r())]! * 65536 + Math.floor(r() * 65536);
   // Blocklist prefixes are mostly small hosting blocks; a /16 or wider is rare.
   const prefixLength = (): number => {
     const q = r();
-    return q < 0.7 ? 24 + Math.floor(r() * 6) : q < 0.98 ? 20 + Math.floor(r() * 4) : 16 + Math.floor(r() * 4);
+    return q < 0.7
+      ? 24 + Math.floor(r() * 6)
+      : q < 0.98
+        ? 20 + Math.floor(r() * 4)
+        : 16 + Math.floor(r() * 4);
   };
   const eol = (): string => (r() < 0.01 ? '\r\n' : '\n');
   let recent: string[] = [];
@@ -266,7 +271,9 @@ function generateIpv6(path: string, lines: number, r: () => number): ListMeta {
     } else if (p < 0.9) {
       out.write(`::ffff:${ipv4(Math.floor(r() * 2 ** 32))}\n`);
     } else if (p < 0.93) {
-      out.write(`${ipv6([0x2000 + Math.floor(r() * 0x1000), rand16(), rand16(), rand16(), rand16(), rand16(), rand16(), rand16()], r)}\n`);
+      out.write(
+        `${ipv6([0x2000 + Math.floor(r() * 0x1000), rand16(), rand16(), rand16(), rand16(), rand16(), rand16(), rand16()], r)}\n`,
+      );
     } else if (p < 0.96) {
       out.write(`# network ${Math.floor(r() * 1e6)}\n`);
     } else if (p < 0.98) {

@@ -12,5 +12,8 @@ if (!existsSync(kubeconfig)) {
   process.exit(1);
 }
 const { kubectl } = await resolveBinaries();
-const r = spawnSync(kubectl, process.argv.slice(2), { stdio: 'inherit', env: { ...process.env, KUBECONFIG: kubeconfig } });
+const r = spawnSync(kubectl, process.argv.slice(2), {
+  stdio: 'inherit',
+  env: { ...process.env, KUBECONFIG: kubeconfig },
+});
 process.exit(r.status ?? 1);

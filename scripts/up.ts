@@ -38,7 +38,9 @@ function projectCrds(): KubeObject[] {
   for (const op of operators()) {
     const dir = join(root, 'operators', op, 'crds');
     if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort()) {
+    for (const f of readdirSync(dir)
+      .filter((x) => x.endsWith('.yaml'))
+      .sort()) {
       for (const doc of parseAllDocuments(readFileSync(join(dir, f), 'utf8'))) {
         const o = doc.toJS() as KubeObject | null;
         if (o?.kind === 'CustomResourceDefinition') out.push(o);
@@ -112,6 +114,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(err instanceof ControlPlaneError ? `error: ${err.message}\n` : `${(err as Error).stack}\n`);
+  process.stderr.write(
+    err instanceof ControlPlaneError ? `error: ${err.message}\n` : `${(err as Error).stack}\n`,
+  );
   process.exit(1);
 });

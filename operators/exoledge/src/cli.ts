@@ -5,12 +5,17 @@
  * or hashed (`sha256sum` of it is the fingerprint); everything said about it goes to
  * standard error.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { type AggregateOptions, type AggregateResult, aggregate } from './domain/blocklist/aggregate.ts';
+import {
+  type AggregateOptions,
+  type AggregateResult,
+  aggregateParsed,
+} from './domain/blocklist/aggregate.ts';
 import { type DropGroup, DropReason } from './domain/blocklist/budget.ts';
 import { fingerprintOfText } from './domain/blocklist/fingerprint.ts';
 import { canonicalText } from './domain/blocklist/format.ts';
+import { BlocklistParser, type ParseResult } from './domain/blocklist/parse.ts';
 
 export const USAGE = `usage: exoledge aggregate [--max-entries N] [--min-prefix-length N] [FILE|-]
 
@@ -82,7 +87,8 @@ function parseCommandLine(argv: readonly string[]): Command {
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
-  if (positionals.length > 1) throw new UsageError(`one input at most, got ${positionals.length}: ${positionals.join(' ')}`);
+  if (positionals.length > 1)
+    throw new UsageError(`one input at most, got ${positionals.length}: ${positionals.join(' ')}`);
   const source = positionals[0] ?? '-';
   const maxEntries = integerOption('max-entries', values['max-entries'], 1, Number.MAX_SAFE_INTEGER);
   const minPrefixLength = integerOption('min-prefix-length', values['min-prefix-length'], 0, 32);
@@ -109,10 +115,29 @@ function parseAggregateArgs(args: string[]) {
   });
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks);
+/**
+ * Bytes read from a file per call. The file is parsed as it is read, through one small
+ * buffer that stays in cache, rather than read whole into fresh memory: on a 40 MB list
+ * that saves ten thousand page faults and the time to take them.
+ */
+const READ_CHUNK = 256 * 1024;
+
+function parseFile(path: string): ParseResult {
+  const fd = openSync(path, 'r');
+  try {
+    const parser = new BlocklistParser({ expectedBytes: fstatSync(fd).size });
+    const buffer = Buffer.allocUnsafeSlow(READ_CHUNK);
+    for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) parser.push(buffer.subarray(0, n));
+    return parser.finish();
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function parseStream(stream: NodeJS.ReadableStream): Promise<ParseResult> {
+  const parser = new BlocklistParser();
+  for await (const chunk of stream) parser.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return parser.finish();
 }
 
 function familyName(family: 'ipv4' | 'ipv6'): string {
@@ -121,12 +146,20 @@ function familyName(family: 'ipv4' | 'ipv6'): string {
 
 function describeDrops(groups: readonly DropGroup[]): string {
   return groups
-    .map((g) => `${familyName(g.family)} /${g.length}: ${g.dropped}${g.kept > 0 ? ` of ${g.dropped + g.kept}` : ''}`)
+    .map(
+      (g) =>
+        `${familyName(g.family)} /${g.length}: ${g.dropped}${g.kept > 0 ? ` of ${g.dropped + g.kept}` : ''}`,
+    )
     .join(', ');
 }
 
 /** The summary printed on standard error: what was read, refused, fixed, merged and dropped. */
-export function summarise(source: string, command: AggregateCommand, result: AggregateResult, digest: string): string {
+export function summarise(
+  source: string,
+  command: AggregateCommand,
+  result: AggregateResult,
+  digest: string,
+): string {
   const { counts, malformed, normalised } = result.parse;
   const { kept, drops } = result.budget;
   const lines: string[] = [];
@@ -145,7 +178,8 @@ export function summarise(source: string, command: AggregateCommand, result: Agg
   }
   if (counts.normalised > 0) {
     const first = normalised[0];
-    const example = first === undefined ? '' : `, e.g. line ${first.line}: ${first.text} read as ${first.prefix}`;
+    const example =
+      first === undefined ? '' : `, e.g. line ${first.line}: ${first.text} read as ${first.prefix}`;
     lines.push(`host bits normalised: ${counts.normalised} prefixes${example}`);
   }
   const merged = result.merged.ipv4.addresses.length + result.merged.ipv6.addresses.length;
@@ -184,7 +218,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     command = parseCommandLine(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.stderr.write(`exoledge: ${e.message}\n${USAGE.slice(0, USAGE.indexOf('\n'))}\n(exoledge --help for more)\n`);
+    io.stderr.write(
+      `exoledge: ${e.message}\n${USAGE.slice(0, USAGE.indexOf('\n'))}\n(exoledge --help for more)\n`,
+    );
     return ExitCode.Usage;
   }
   switch (command.kind) {
@@ -204,15 +240,15 @@ async function runAggregate(command: AggregateCommand, io: Io): Promise<number> 
     io.stderr.write('exoledge: no input: give a FILE, or pipe the list into standard input\n');
     return ExitCode.Usage;
   }
-  let input: Buffer;
+  let parsed: ParseResult;
   try {
-    input = command.source === '-' ? await readAll(io.stdin) : readFileSync(command.source);
+    parsed = command.source === '-' ? await parseStream(io.stdin) : parseFile(command.source);
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     io.stderr.write(`exoledge: cannot read ${command.source}: ${reason}\n`);
     return ExitCode.InputError;
   }
-  const result = aggregate(input, command.options);
+  const result = aggregateParsed(parsed, command.options);
   const text = canonicalText(result.budget.kept);
   io.stdout.write(text);
   io.stderr.write(summarise(command.source, command, result, fingerprintOfText(text)));

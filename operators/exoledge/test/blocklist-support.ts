@@ -38,7 +38,10 @@ export function covers(ranges: readonly Range[], family: Family, address: bigint
  * starts and ends of their ranges, so probing at every start and end, and one past each,
  * decides it exactly.
  */
-export function sameAddresses(a: readonly Range[], b: readonly Range[]): { equal: boolean; witness?: string } {
+export function sameAddresses(
+  a: readonly Range[],
+  b: readonly Range[],
+): { equal: boolean; witness?: string } {
   for (const r of [...a, ...b]) {
     const max = (1n << BigInt(BITS[r.family])) - 1n;
     for (const probe of [r.start - 1n, r.start, r.end, r.end + 1n]) {
@@ -56,8 +59,11 @@ export function coversWhole(ranges: readonly Range[], target: Range): boolean {
   let inside = 0n;
   for (const r of ranges) {
     if (r.family !== target.family) continue;
-    const lo = r.start > target.start ? r.start : target.start;
-    const hi = r.end < target.end ? r.end : target.end;
+    // Math.min and Math.max do not take bigints.
+    let lo = r.start;
+    if (target.start > lo) lo = target.start;
+    let hi = r.end;
+    if (target.end < hi) hi = target.end;
     if (lo <= hi) inside += hi - lo + 1n;
   }
   return inside === target.end - target.start + 1n;
@@ -71,11 +77,11 @@ export function parentOf(r: Range): Range {
   return { family: r.family, start, end: start + size - 1n, length: r.length - 1 };
 }
 
-function prefixIn(family: Family, regionStart: bigint, regionLength: number) {
+function prefixIn(family: Family, regionStart: bigint, regionLength: number, length: fc.Arbitrary<number>) {
   const bits = BITS[family];
   const regionSize = 1n << BigInt(bits - regionLength);
   return fc
-    .record({ offset: fc.bigInt({ min: 0n, max: regionSize - 1n }), length: fc.integer({ min: regionLength, max: bits }) })
+    .record({ offset: fc.bigInt({ min: 0n, max: regionSize - 1n }), length })
     .map(({ offset, length }): Prefix => {
       const size = 1n << BigInt(bits - length);
       const network = ((regionStart + offset) / size) * size;
@@ -85,42 +91,56 @@ function prefixIn(family: Family, regionStart: bigint, regionLength: number) {
     });
 }
 
-/** Any prefix of the family, host bits zero. */
+/** Any prefix of the family, host bits zero; short ones rarer, since one /3 swallows the rest. */
 export function anyPrefix(family: Family) {
-  return prefixIn(family, 0n, 0);
+  const bits = BITS[family];
+  const length = fc.oneof(
+    { weight: 9, arbitrary: fc.integer({ min: bits / 2, max: bits }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: bits }) },
+  );
+  return prefixIn(family, 0n, 0, length);
 }
 
 /**
  * Lists of prefixes mostly inside one small region (a /22 for IPv4, a /118 for IPv6), so
  * that neighbours, duplicates and overlaps are frequent, plus a few anywhere, including
- * very short prefixes and the edges of the address space.
+ * the edges of the address space.
  */
 export function crowdedPrefixes(family: Family) {
   const bits = BITS[family];
   const regionLength = bits - 10;
+  const max = (1n << BigInt(bits)) - 1n;
+  const edges: Prefix[] =
+    family === 'ipv4'
+      ? [
+          { family, address: 0, length: 32 },
+          { family, address: 0xffffffff, length: 32 },
+        ]
+      : [
+          { family, address: 0n, length: 128 },
+          { family, address: max, length: 128 },
+        ];
+  return fc.bigInt({ min: 0n, max: (1n << BigInt(regionLength)) - 1n }).chain((region) => {
+    const start = region << BigInt(bits - regionLength);
+    return fc.array(
+      fc.oneof(
+        {
+          weight: 12,
+          arbitrary: prefixIn(family, start, regionLength, fc.integer({ min: regionLength, max: bits })),
+        },
+        { weight: 1, arbitrary: anyPrefix(family) },
+        { weight: 1, arbitrary: fc.constantFrom(...edges) },
+      ),
+      { maxLength: 60 },
+    );
+  });
+}
+
+/** Both families at once, interleaved. */
+export function crowdedMixedPrefixes() {
   return fc
-    .bigInt({ min: 0n, max: (1n << BigInt(regionLength)) - 1n })
-    .chain((region) => {
-      const start = region << BigInt(bits - regionLength);
-      return fc.array(
-        fc.oneof(
-          { weight: 8, arbitrary: prefixIn(family, start, regionLength) },
-          { weight: 1, arbitrary: anyPrefix(family) },
-          {
-            weight: 1,
-            arbitrary: fc.constantFrom<Prefix>(
-              family === 'ipv4'
-                ? { family, address: 0, length: 32 }
-                : { family, address: 0n, length: 128 },
-              family === 'ipv4'
-                ? { family, address: 0xffffffff, length: 32 }
-                : { family, address: (1n << 128n) - 1n, length: 128 },
-            ),
-          },
-        ),
-        { maxLength: 60 },
-      );
-    });
+    .tuple(crowdedPrefixes('ipv4'), crowdedPrefixes('ipv6'))
+    .chain(([a, b]) => fc.shuffledSubarray([...a, ...b], { minLength: a.length + b.length }));
 }
 
 export function listOf(prefixes: readonly Prefix[]): PrefixList {

@@ -16,7 +16,16 @@
  */
 import { ParseError } from '@marcbachmann/cel-js';
 import { charge, isCostError } from './cost.ts';
-import { type AstNode, type Checker, type Evaluator, locationOf, type MacroCall, type MacroExpansion, type Scope, type TypeDecl } from './internals.ts';
+import {
+  type AstNode,
+  type Checker,
+  type Evaluator,
+  locationOf,
+  type MacroCall,
+  type MacroExpansion,
+  type Scope,
+  type TypeDecl,
+} from './internals.ts';
 import { evalError, type Registrar } from './library.ts';
 
 /** What a comprehension computes. */
@@ -77,11 +86,19 @@ function typeName(v: unknown, ev: Evaluator): string {
 }
 
 function notBool(v: unknown, ev: Evaluator, node: AstNode): Error {
-  return ev.createError('no_such_overload', `no such overload: predicate returned ${typeName(v, ev)}, not bool`, node);
+  return ev.createError(
+    'no_such_overload',
+    `no such overload: predicate returned ${typeName(v, ev)}, not bool`,
+    node,
+  );
 }
 
 /** The items of a range: [first variable, second variable] pairs. */
-function entriesOf(range: unknown, ev: Evaluator, node: AstNode): { keys: unknown[]; values: unknown[]; list: boolean } {
+function entriesOf(
+  range: unknown,
+  ev: Evaluator,
+  node: AstNode,
+): { keys: unknown[]; values: unknown[]; list: boolean } {
   if (Array.isArray(range)) return { keys: range, values: range, list: true };
   if (range instanceof Set) {
     const items = [...range];
@@ -285,7 +302,13 @@ function comprehension(shape: Shape, call: MacroCall): MacroExpansion {
 function mapValue(m: Map<unknown, unknown>): unknown {
   for (const k of m.keys()) if (typeof k !== 'string') return m;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of m) Object.defineProperty(out, k as string, { value: v, enumerable: true, writable: true, configurable: true });
+  for (const [k, v] of m)
+    Object.defineProperty(out, k as string, {
+      value: v,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return out;
 }
 

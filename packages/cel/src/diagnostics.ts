@@ -2,7 +2,7 @@
  * Turns what the evaluator throws into a {@link CelError}: a kind, a one-line message
  * without our internal names, a line and column, and for syntax errors what was expected.
  */
-import { CelErrorKind, type CelError, CelEvaluationError, positionAt } from './errors.ts';
+import { type CelError, CelErrorKind, CelEvaluationError, positionAt } from './errors.ts';
 import { OVERRIDE_PREFIX } from './library.ts';
 
 const TOKEN_TEXT: Record<string, string> = {
@@ -48,7 +48,10 @@ interface LibraryError {
 }
 
 function isLibraryError(err: unknown): err is LibraryError {
-  return err instanceof Error && (err.name === 'ParseError' || err.name === 'TypeError' || err.name === 'EvaluationError');
+  return (
+    err instanceof Error &&
+    (err.name === 'ParseError' || err.name === 'TypeError' || err.name === 'EvaluationError')
+  );
 }
 
 function clean(message: string): string {
@@ -70,7 +73,10 @@ function explainSyntax(summary: string): { message: string; expected?: string } 
   }
   const c = /^Unexpected character: '?(.*?)'?$/.exec(summary);
   if (c) {
-    return { message: `syntax error: unexpected character '${c[1]}'; expected an operator or the end of the expression`, expected: 'an operator or the end of the expression' };
+    return {
+      message: `syntax error: unexpected character '${c[1]}'; expected an operator or the end of the expression`,
+      expected: 'an operator or the end of the expression',
+    };
   }
   return { message: `syntax error: ${summary}` };
 }

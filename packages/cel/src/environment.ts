@@ -10,11 +10,12 @@ import { registerComprehensions } from './comprehensions.ts';
 import { DEFAULT_COST_LIMIT } from './cost.ts';
 import { toCelError } from './diagnostics.ts';
 import { CelErrorKind } from './errors.ts';
+import { registerExtLists } from './extlists.ts';
 import { registerExtras } from './extras.ts';
 import { registerFormat } from './format.ts';
-import { registerIp } from './ip.ts';
 import type { AstNode } from './internals.ts';
-import { Registrar, renameMethods } from './library.ts';
+import { registerIp } from './ip.ts';
+import { Registrar, rewriteAst } from './library.ts';
 import { registerLists } from './lists.ts';
 import { registerOptional } from './optional.ts';
 import { CelProgram, validateLiterals } from './program.ts';
@@ -48,6 +49,7 @@ function baseEnvironment(): Environment {
   registerFormat(r);
   registerRegex(r);
   registerLists(r);
+  registerExtLists(r);
   registerSets(r);
   registerOptional(r);
   registerQuantity(r);
@@ -83,7 +85,11 @@ export class CelEnvironment {
     } catch (err) {
       return fail(toCelError(err, source, CelErrorKind.Syntax));
     }
-    renameMethods(parsed.ast as unknown as AstNode);
+    try {
+      rewriteAst(parsed.ast as unknown as AstNode);
+    } catch (err) {
+      return fail(toCelError(err, source, CelErrorKind.Type));
+    }
     let checked: ReturnType<typeof parsed.check>;
     try {
       checked = parsed.check();

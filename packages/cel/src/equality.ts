@@ -62,7 +62,8 @@ export function celEquals(a: unknown, b: unknown): boolean {
   if (a instanceof Uint8Array || b instanceof Uint8Array) {
     return a instanceof Uint8Array && b instanceof Uint8Array && Buffer.compare(a, b) === 0;
   }
-  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+  if (a instanceof Date || b instanceof Date)
+    return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
   if (a instanceof Duration || b instanceof Duration) {
     return a instanceof Duration && b instanceof Duration && a.seconds === b.seconds && a.nanos === b.nanos;
   }

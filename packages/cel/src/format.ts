@@ -8,6 +8,7 @@ import { Optional } from '@marcbachmann/cel-js';
 import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
 import { charge } from './cost.ts';
 import { compareStrings } from './equality.ts';
+import { goFormatFloat } from './extras.ts';
 import { evalError, type Registrar } from './library.ts';
 import { quote } from './strings.ts';
 
@@ -19,11 +20,13 @@ function timestampText(d: Date): string {
   return d.toISOString().replace('.000Z', 'Z');
 }
 
+const SUPERSCRIPT = '⁰¹²³⁴⁵⁶⁷⁸⁹';
+
 function doubleText(v: number): string {
   if (Number.isNaN(v)) return 'NaN';
   if (v === Number.POSITIVE_INFINITY) return 'Infinity';
   if (v === Number.NEGATIVE_INFINITY) return '-Infinity';
-  return String(v);
+  return goFormatFloat(v);
 }
 
 function isPlainMap(v: object): boolean {
@@ -41,20 +44,23 @@ function stringOf(v: unknown, nested: boolean): string {
     case 'bigint':
       return String(v);
     case 'number':
-      return doubleText(v);
+      // Inside a list or map cel-go prints doubles with %f's six decimals.
+      return nested ? fixed(v, 6) : doubleText(v);
     case 'object': {
       if (v === null) return 'null';
       if (v instanceof UnsignedInt) return String(v.valueOf());
-      if (v instanceof Uint8Array) return nested ? `b${quote(Buffer.from(v).toString('utf8'))}` : Buffer.from(v).toString('utf8');
+      if (v instanceof Uint8Array)
+        return nested ? `b${quote(Buffer.from(v).toString('utf8'))}` : Buffer.from(v).toString('utf8');
       if (Array.isArray(v)) return `[${v.map((x) => stringOf(x, true)).join(', ')}]`;
       if (v instanceof Date) return nested ? `timestamp(${quote(timestampText(v))})` : timestampText(v);
       if (v instanceof Duration) return nested ? `duration(${quote(v.toString())})` : v.toString();
-      if (v instanceof Optional) return v.hasValue() ? `optional(${stringOf(v.value(), true)})` : 'optional.none()';
+      if (v instanceof Optional)
+        return v.hasValue() ? `optional(${stringOf(v.value(), true)})` : 'optional.none()';
       if (isPlainMap(v)) {
         const entries = v instanceof Map ? [...v.entries()] : Object.entries(v);
         const rendered = entries.map(([k, x]) => [stringOf(k, true), stringOf(x, true)] as const);
         rendered.sort((a, b) => compareStrings(a[0], b[0]));
-        return `{${rendered.map(([k, x]) => `${k}: ${x}`).join(', ')}}`;
+        return `{${rendered.map(([k, x]) => `${k}:${x}`).join(', ')}}`;
       }
       return String(v);
     }
@@ -88,8 +94,6 @@ function typeNameOf(v: unknown): string {
 
 function numberOf(v: unknown, clause: string): number {
   if (typeof v === 'number') return v;
-  if (typeof v === 'bigint') return Number(v);
-  if (v instanceof UnsignedInt) return Number(v.valueOf());
   throw formatError(`${clause} clause can only be used on doubles, was given ${typeNameOf(v)}`);
 }
 
@@ -98,11 +102,15 @@ function fixed(v: number, precision: number): string {
   return v.toFixed(precision);
 }
 
+/** cel-go spells the exponent with superscript digits: 1.000000×10⁰³. */
 function scientific(v: number, precision: number): string {
   if (!Number.isFinite(v)) return doubleText(v);
   const [m, e = '0'] = v.toExponential(precision).split('e');
   const exp = Number(e);
-  return `${m}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  const digits = String(Math.abs(exp))
+    .padStart(2, '0')
+    .replace(/\d/g, (d) => SUPERSCRIPT[Number(d)] as string);
+  return `${m}×10${exp < 0 ? '⁻' : ''}${digits}`;
 }
 
 function hex(v: unknown, upper: boolean): string {
@@ -138,7 +146,8 @@ export function format(template: string, args: readonly unknown[]): string {
     let precision: number | undefined;
     if (template[i] === '.') {
       const m = /^\.(\d+)/.exec(template.slice(i));
-      if (!m) throw formatError('could not parse formatting clause: unable to find end of precision specifier');
+      if (!m)
+        throw formatError('could not parse formatting clause: unable to find end of precision specifier');
       precision = Number(m[1]);
       i += (m[0] as string).length;
     }
@@ -154,7 +163,8 @@ export function format(template: string, args: readonly unknown[]): string {
         out += fixed(numberOf(next(), 'fixed-point'), precision ?? 6);
         break;
       case 'e':
-        out += scientific(numberOf(next(), 'scientific'), precision ?? 6);
+        // cel-go prints six decimals here whatever the precision asked.
+        out += scientific(numberOf(next(), 'scientific'), 6);
         break;
       case 'b': {
         const v = next();
@@ -172,12 +182,16 @@ export function format(template: string, args: readonly unknown[]): string {
         out += hex(next(), verb === 'X');
         break;
       default:
-        throw formatError(`could not parse formatting clause: unrecognized formatting clause "${verb ?? ''}"`);
+        throw formatError(
+          `could not parse formatting clause: unrecognized formatting clause "${verb ?? ''}"`,
+        );
     }
     if (out.length > 1_000_000) charge(out.length / 10);
   }
   if (argIndex < args.length) {
-    throw formatError(`too many arguments supplied to string.format (expected ${argIndex}, got ${args.length})`);
+    throw formatError(
+      `too many arguments supplied to string.format (expected ${argIndex}, got ${args.length})`,
+    );
   }
   charge(Math.ceil(out.length / 10));
   return out;

@@ -19,7 +19,10 @@ export interface AstNode {
   readonly input: string;
   readonly meta: { readonly check: unknown; readonly evaluate: unknown };
   readonly maybeAsync: boolean;
-  clone(op: { readonly name: string; readonly check: unknown; readonly evaluate: unknown }, args: unknown): AstNode;
+  clone(
+    op: { readonly name: string; readonly check: unknown; readonly evaluate: unknown },
+    args: unknown,
+  ): AstNode;
   setMeta(key: string, value: unknown): AstNode;
 }
 

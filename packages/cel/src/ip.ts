@@ -10,10 +10,12 @@
  */
 import { charge } from './cost.ts';
 import { CEL_EQUALS } from './equality.ts';
-import { evalError, type Registrar } from './library.ts';
+import { evalError, OVERRIDE_PREFIX, type Registrar } from './library.ts';
 import { TO_JSON_STRING } from './values.ts';
 
-type Parsed = { readonly ok: true; readonly bytes: Uint8Array; readonly family: 4 | 6 } | { readonly ok: false; readonly error: string };
+type Parsed =
+  | { readonly ok: true; readonly bytes: Uint8Array; readonly family: 4 | 6 }
+  | { readonly ok: false; readonly error: string };
 
 function parseV4(s: string): Uint8Array | undefined {
   const parts = s.split('.');
@@ -59,7 +61,7 @@ function parseV6(s: string): Uint8Array | undefined {
     groups = [...left, ...new Array(8 - left.length - right.length).fill(0), ...right];
   } else {
     const all = parseGroups(head);
-    if (!all || all.length !== 8) return undefined;
+    if (all?.length !== 8) return undefined;
     groups = all;
   }
   const out = new Uint8Array(16);
@@ -75,7 +77,9 @@ function parseAddr(s: string): Parsed {
   if (s.includes('%')) return { ok: false, error: 'IP address with zone value is not allowed' };
   if (!s.includes(':')) {
     const b = parseV4(s);
-    return b ? { ok: true, bytes: b, family: 4 } : { ok: false, error: `IP Address "${s}" parse error during conversion from string` };
+    return b
+      ? { ok: true, bytes: b, family: 4 }
+      : { ok: false, error: `IP Address "${s}" parse error during conversion from string` };
   }
   const b = parseV6(s);
   if (!b) return { ok: false, error: `IP Address "${s}" parse error during conversion from string` };
@@ -87,7 +91,10 @@ function parseAddr(s: string): Parsed {
 
 function formatAddr(bytes: Uint8Array, family: 4 | 6): string {
   if (family === 4) return Array.from(bytes).join('.');
-  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[i * 2] as number) << 8) | (bytes[i * 2 + 1] as number));
+  const groups = Array.from(
+    { length: 8 },
+    (_, i) => ((bytes[i * 2] as number) << 8) | (bytes[i * 2 + 1] as number),
+  );
   // RFC 5952: compress the longest run (at least two) of zero groups, the first one on a tie.
   let best = -1;
   let bestLen = 1;
@@ -168,7 +175,8 @@ function ipOf(s: string): IPAddress {
 
 function parseCidr(s: string): CIDR | string {
   const slash = s.lastIndexOf('/');
-  if (slash < 0) return `network address parse error during conversion from string: netip.ParsePrefix("${s}"): no '/'`;
+  if (slash < 0)
+    return `network address parse error during conversion from string: netip.ParsePrefix("${s}"): no '/'`;
   const p = parseAddr(s.slice(0, slash));
   if (!p.ok) return p.error;
   const bitsText = s.slice(slash + 1);
@@ -207,18 +215,24 @@ export function registerIp(r: Registrar): void {
   r.fn('ip(string): net.IP', ipOf)
     .fn('isIP(string): bool', (s: string) => parseAddr(s).ok)
     .fn(`${ns}.isCanonical(string): bool`, (_: object, s: string) => ipOf(s).toString() === s)
-    .fn('string(net.IP): string', (ip: IPAddress) => ip.toString())
+    .fn(`${OVERRIDE_PREFIX}string(net.IP): string`, (ip: IPAddress) => ip.toString())
     .fn('net.IP.family(): int', (ip: IPAddress) => BigInt(ip.family))
     .fn('net.IP.isUnspecified(): bool', (ip: IPAddress) => ip.bytes.every((x) => x === 0))
-    .fn('net.IP.isLoopback(): bool', (ip: IPAddress) => inRange(ip, ip.family === 4 ? '127.0.0.0/8' : '::1/128'))
-    .fn('net.IP.isLinkLocalMulticast(): bool', (ip: IPAddress) =>
-      ip.family === 4 ? inRange(ip, '224.0.0.0/24') : ip.bytes[0] === 0xff && ((ip.bytes[1] as number) & 0x0f) === 0x02,
+    .fn('net.IP.isLoopback(): bool', (ip: IPAddress) =>
+      inRange(ip, ip.family === 4 ? '127.0.0.0/8' : '::1/128'),
     )
-    .fn('net.IP.isLinkLocalUnicast(): bool', (ip: IPAddress) => inRange(ip, ip.family === 4 ? '169.254.0.0/16' : 'fe80::/10'))
+    .fn('net.IP.isLinkLocalMulticast(): bool', (ip: IPAddress) =>
+      ip.family === 4
+        ? inRange(ip, '224.0.0.0/24')
+        : ip.bytes[0] === 0xff && ((ip.bytes[1] as number) & 0x0f) === 0x02,
+    )
+    .fn('net.IP.isLinkLocalUnicast(): bool', (ip: IPAddress) =>
+      inRange(ip, ip.family === 4 ? '169.254.0.0/16' : 'fe80::/10'),
+    )
     .fn('net.IP.isGlobalUnicast(): bool', isGlobalUnicast)
     .fn('cidr(string): net.CIDR', cidrOf)
     .fn('isCIDR(string): bool', (s: string) => typeof parseCidr(s) !== 'string')
-    .fn('string(net.CIDR): string', (c: CIDR) => c.toString())
+    .fn(`${OVERRIDE_PREFIX}string(net.CIDR): string`, (c: CIDR) => c.toString())
     .fn('net.CIDR.containsIP(net.IP): bool', (c: CIDR, ip: IPAddress) => c.contains(ip))
     .fn('net.CIDR.containsIP(string): bool', (c: CIDR, s: string) => c.contains(ipOf(s)))
     .fn('net.CIDR.containsCIDR(net.CIDR): bool', (c: CIDR, o: CIDR) => o.bits >= c.bits && c.contains(o.ip))

@@ -95,7 +95,12 @@ export function fromJson(value: unknown, path = '$'): Result<CelValue> {
         const r = fromJson(item, `${path}.${k}`);
         if (!r.ok) return r;
         // defineProperty: a "__proto__" key is data, not the prototype.
-        Object.defineProperty(out, k, { value: r.value, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(out, k, {
+          value: r.value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return ok(out);
     }

@@ -12,7 +12,9 @@
  * (`b.hex()`, `cel.bind`) into the compile error the apiserver gives.
  */
 import { type Environment, EvaluationError } from '@marcbachmann/cel-js';
+import { attach } from './arithmetic.ts';
 import { type AstNode, isAstNode, type MacroCall, type MacroExpansion, renamedCall } from './internals.ts';
+import { allowMixedLiterals } from './literals.ts';
 
 /** Prefix of the overloads that replace built-ins; stripped from error messages. */
 export const OVERRIDE_PREFIX = '__k8s_';
@@ -22,25 +24,40 @@ export const OVERRIDE_PREFIX = '__k8s_';
  * they are renamed in the parsed AST before type checking instead: see {@link renameMethods}.
  */
 const zeroArityRenames = new Map<string, string>();
+/** Global functions we override (`int/1`), renamed the same way. */
+const globalRenames = new Map<string, string>();
 
-/** Renames zero-argument method calls that we override or remove, in place, before type checking. */
-export function renameMethods(root: AstNode): void {
-  const stack: unknown[] = [root];
+/**
+ * Rewrites the parsed AST in place, before type checking: renames the zero-argument
+ * method calls that we override or remove, and attaches our overflow-checking arithmetic
+ * (`arithmetic.ts`).
+ */
+export function rewriteAst(root: AstNode): void {
+  const stack: [unknown, AstNode | undefined][] = [[root, undefined]];
   while (stack.length > 0) {
-    const node = stack.pop();
+    const [node, parent] = stack.pop() as [unknown, AstNode | undefined];
     if (Array.isArray(node)) {
-      stack.push(...node);
+      for (const n of node) stack.push([n, parent]);
       continue;
     }
     if (!isAstNode(node)) continue;
+    attach(node, parent);
     const args = node.args;
     if (node.op === 'rcall' && Array.isArray(args) && Array.isArray(args[2]) && args[2].length === 0) {
       const renamed = zeroArityRenames.get(args[0] as string);
       if (renamed !== undefined) args[0] = renamed;
     }
-    if (Array.isArray(args)) stack.push(...args);
-    else if (isAstNode(args)) stack.push(args);
-    else if (typeof args === 'object' && args !== null) stack.push(...Object.values(args));
+    if (node.op === 'rcall' && Array.isArray(args) && args[0] === 'format' && Array.isArray(args[2])) {
+      allowMixedLiterals(args[2]);
+    }
+    if (node.op === 'call' && Array.isArray(args)) {
+      const renamed = globalRenames.get(`${args[0] as string}/${(args[1] as unknown[]).length}`);
+      if (renamed !== undefined) args[0] = renamed;
+    }
+    if (Array.isArray(args)) for (const a of args) stack.push([a, node]);
+    else if (isAstNode(args)) stack.push([args, node]);
+    else if (typeof args === 'object' && args !== null)
+      for (const a of Object.values(args)) stack.push([a, node]);
   }
 }
 
@@ -84,10 +101,19 @@ export class Registrar {
     return this.macro(name, arity, (call) => ({ callAst: renamedCall(call, OVERRIDE_PREFIX + name) }));
   }
 
+  /** Routes every call of the global function `name` with `arity` arguments to `__k8s_name`. */
+  overrideGlobal(name: string, arity: number): this {
+    globalRenames.set(`${name}/${arity}`, OVERRIDE_PREFIX + name);
+    return this;
+  }
+
   /** Takes over method calls `x.name(...)` with `arity` arguments. */
   macro(name: string, arity: number, handler: (call: MacroCall) => MacroExpansion): this {
     const params = Array.from({ length: arity }, () => 'ast').join(', ');
-    this.env.registerFunction(`${MACRO_HOST}.${name}(${params}): dyn`, handler as (...args: unknown[]) => unknown);
+    this.env.registerFunction(
+      `${MACRO_HOST}.${name}(${params}): dyn`,
+      handler as (...args: unknown[]) => unknown,
+    );
     return this;
   }
 

@@ -79,7 +79,16 @@ function lastIndexOf(list: readonly unknown[], v: unknown): bigint {
 
 export function registerLists(r: Registrar): void {
   const p = OVERRIDE_PREFIX;
-  const comparable = ['int', 'uint', 'double', 'bool', 'string', 'bytes', 'google.protobuf.Duration', 'google.protobuf.Timestamp'];
+  const comparable = [
+    'int',
+    'uint',
+    'double',
+    'bool',
+    'string',
+    'bytes',
+    'google.protobuf.Duration',
+    'google.protobuf.Timestamp',
+  ];
   for (const t of comparable) {
     r.fn(`list<${t}>.isSorted(): bool`, isSorted)
       .fn(`list<${t}>.min(): ${t}`, (l: readonly unknown[]) => extreme(l, -1, 'min'))

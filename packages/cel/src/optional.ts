@@ -8,7 +8,16 @@
  */
 import { Optional, ParseError } from '@marcbachmann/cel-js';
 import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
-import { type AstNode, type Checker, type Evaluator, locationOf, type MacroCall, type MacroExpansion, type Scope, type TypeDecl } from './internals.ts';
+import {
+  type AstNode,
+  type Checker,
+  type Evaluator,
+  locationOf,
+  type MacroCall,
+  type MacroExpansion,
+  type Scope,
+  type TypeDecl,
+} from './internals.ts';
 import { evalError, type Registrar } from './library.ts';
 
 /** cel-go's zero values: 0, 0u, 0.0, false, "", b"", [], {}, null, duration 0, timestamp 0. */
@@ -31,7 +40,11 @@ function optMacro(call: MacroCall, flat: boolean): MacroExpansion {
   const varNode = call.args[0] as AstNode;
   const expr = call.args[1] as AstNode;
   if (varNode.op !== 'id' || typeof varNode.args !== 'string') {
-    throw new ParseError({ code: 'invalid_macro_argument', message: `${call.methodName}() variable name must be a simple identifier`, node: locationOf(varNode) });
+    throw new ParseError({
+      code: 'invalid_macro_argument',
+      message: `${call.methodName}() variable name must be a simple identifier`,
+      node: locationOf(varNode),
+    });
   }
   const name = varNode.args;
   let elem: TypeDecl | undefined;
@@ -40,13 +53,22 @@ function optMacro(call: MacroCall, flat: boolean): MacroExpansion {
     typeCheck(checker: Checker, _m: never, scope: Scope): TypeDecl {
       const t = checker.check(receiver, scope);
       if (t.kind !== 'optional' && t.kind !== 'dyn') {
-        throw checker.createError('optional_expected', `${call.methodName}() receiver must be optional, got '${checker.formatType(t)}'`, receiver);
+        throw checker.createError(
+          'optional_expected',
+          `${call.methodName}() receiver must be optional, got '${checker.formatType(t)}'`,
+          receiver,
+        );
       }
       elem = t.valueType ?? checker.getType('dyn');
       const rt = checker.check(expr, scope.forkWithVariable(name, elem));
       if (!flat) return checker.registry.getOptionalType(rt);
-      if (rt.kind === 'optional' || rt.kind === 'dyn') return rt.kind === 'optional' ? rt : checker.getType('optional');
-      throw checker.createError('optional_expected', `optFlatMap() expression must return an optional, got '${checker.formatType(rt)}'`, expr);
+      if (rt.kind === 'optional' || rt.kind === 'dyn')
+        return rt.kind === 'optional' ? rt : checker.getType('optional');
+      throw checker.createError(
+        'optional_expected',
+        `optFlatMap() expression must return an optional, got '${checker.formatType(rt)}'`,
+        expr,
+      );
     },
     evaluate(ev: Evaluator, _m: never, scope: Scope): unknown {
       const opt = ev.run(receiver, scope);

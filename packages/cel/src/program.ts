@@ -87,7 +87,9 @@ function describe(v: unknown): string {
     case 'string':
       return `string ${JSON.stringify(v)}`;
     case 'object':
-      return v.constructor === Object || Object.getPrototypeOf(v) === null ? 'map' : (v.constructor?.name ?? 'object');
+      return v.constructor === Object || Object.getPrototypeOf(v) === null
+        ? 'map'
+        : (v.constructor?.name ?? 'object');
     default:
       return typeof v;
   }
@@ -114,7 +116,12 @@ export function validateLiterals(root: AstNode, source: string): CelError | unde
     if (node.op === 'call' && Array.isArray(node.args)) {
       const [name, args] = node.args as [string, AstNode[]];
       const arg = args[0];
-      if ((name === 'duration' || name === 'timestamp') && args.length === 1 && arg?.op === 'value' && typeof arg.args === 'string') {
+      if (
+        (name === 'duration' || name === 'timestamp') &&
+        args.length === 1 &&
+        arg?.op === 'value' &&
+        typeof arg.args === 'string'
+      ) {
         try {
           env.evaluate(`${name}(s)`, { s: arg.args });
         } catch (err) {

@@ -28,7 +28,13 @@ type Node =
   | { readonly t: 'assert'; readonly kind: AssertKind }
   | { readonly t: 'cat'; readonly subs: readonly Node[] }
   | { readonly t: 'alt'; readonly subs: readonly Node[] }
-  | { readonly t: 'rep'; readonly sub: Node; readonly min: number; readonly max: number; readonly greedy: boolean }
+  | {
+      readonly t: 'rep';
+      readonly sub: Node;
+      readonly min: number;
+      readonly max: number;
+      readonly greedy: boolean;
+    }
   | { readonly t: 'group'; readonly sub: Node };
 
 type AssertKind = 'bol' | 'eol' | 'bot' | 'eot' | 'wb' | 'nwb';
@@ -75,7 +81,11 @@ const POSIX: Record<string, Test> = {
   graph: range(0x21, 0x7e),
   lower: range(0x61, 0x7a),
   print: range(0x20, 0x7e),
-  punct: (c) => (c >= 0x21 && c <= 0x2f) || (c >= 0x3a && c <= 0x40) || (c >= 0x5b && c <= 0x60) || (c >= 0x7b && c <= 0x7e),
+  punct: (c) =>
+    (c >= 0x21 && c <= 0x2f) ||
+    (c >= 0x3a && c <= 0x40) ||
+    (c >= 0x5b && c <= 0x60) ||
+    (c >= 0x7b && c <= 0x7e),
   space: (c) => c === 0x20 || (c >= 0x09 && c <= 0x0d),
   upper: range(0x41, 0x5a),
   word: isWordCp,
@@ -109,7 +119,12 @@ function unicodeClass(name: string): Test | null {
 function foldVariants(c: number): number[] {
   const out = [c];
   const s = String.fromCodePoint(c);
-  for (const v of [s.toLowerCase(), s.toUpperCase(), s.toUpperCase().toLowerCase(), s.toLowerCase().toUpperCase()]) {
+  for (const v of [
+    s.toLowerCase(),
+    s.toUpperCase(),
+    s.toUpperCase().toLowerCase(),
+    s.toLowerCase().toUpperCase(),
+  ]) {
     const cp = v.codePointAt(0);
     if (cp !== undefined && v.length === String.fromCodePoint(cp).length && !out.includes(cp)) out.push(cp);
   }
@@ -208,7 +223,8 @@ class Parser {
     if (!this.eat('{')) return null;
     const num = (): number | null => {
       const s = this.pos;
-      while (this.peek() !== undefined && (this.peek() as number) >= 0x30 && (this.peek() as number) <= 0x39) this.pos++;
+      while (this.peek() !== undefined && (this.peek() as number) >= 0x30 && (this.peek() as number) <= 0x39)
+        this.pos++;
       if (this.pos === s) return null;
       const text = this.rest(s, this.pos);
       // Go rejects over-long numbers the same way as counts above the maximum.
@@ -577,7 +593,8 @@ class Compiler {
   readonly prog: Inst[] = [];
 
   emit(inst: Inst): number {
-    if (this.prog.length >= MAX_PROGRAM) throw new RegexSyntaxError('error parsing regexp: expression too large');
+    if (this.prog.length >= MAX_PROGRAM)
+      throw new RegexSyntaxError('error parsing regexp: expression too large');
     this.prog.push(inst);
     return this.prog.length - 1;
   }
@@ -688,7 +705,13 @@ export class Re2 {
 
   /** True if the pattern matches anywhere in `input` (CEL `matches`). */
   test(input: string): boolean {
-    return this.#exec(Array.from(input, (ch) => ch.codePointAt(0) ?? 0), 0, true) !== null;
+    return (
+      this.#exec(
+        Array.from(input, (ch) => ch.codePointAt(0) ?? 0),
+        0,
+        true,
+      ) !== null
+    );
   }
 
   /** The leftmost-first match, or null (Go's FindString). */

@@ -36,12 +36,16 @@ export function compiledRegex(pattern: string): Re2 {
 /** At parse time: a literal pattern must compile, or the expression does not. */
 function checkLiteralPattern(call: MacroCall, what: string): void {
   const arg: AstNode | undefined = call.receiver ? call.args[0] : call.args[1];
-  if (!arg || arg.op !== 'value' || typeof arg.args !== 'string') return;
+  if (arg?.op !== 'value' || typeof arg.args !== 'string') return;
   try {
     Re2.compile(arg.args);
   } catch (err) {
     if (!(err instanceof RegexSyntaxError)) throw err;
-    throw new CelTypeError({ code: 'invalid_regex', message: `invalid ${what} argument: ${err.message}`, node: locationOf(arg) });
+    throw new CelTypeError({
+      code: 'invalid_regex',
+      message: `invalid ${what} argument: ${err.message}`,
+      node: locationOf(arg),
+    });
   }
 }
 

@@ -6,7 +6,9 @@
  */
 import type { CelError } from './errors.ts';
 
-export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: CelError };
+export type Result<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: CelError };
 
 export function ok<T>(value: T): Result<T> {
   return { ok: true, value };

@@ -64,7 +64,9 @@ function indexOfFrom(s: string, sub: string, offset: bigint): bigint {
   chargeText(s.length);
   if (sub === '') return offset;
   const hay = runes(s);
-  if (offset < 0n || offset >= BigInt(hay.length)) throw outOfRange(offset);
+  if (offset < 0n) throw outOfRange(offset);
+  // Past the end there is nothing to find: -1, not an error (cel-go since v0.2x).
+  if (offset >= BigInt(hay.length)) return -1n;
   return BigInt(runeIndexOf(hay, runes(sub), Number(offset)));
 }
 
@@ -81,7 +83,8 @@ function lastIndexOfFrom(s: string, sub: string, offset: bigint): bigint {
   chargeText(s.length);
   if (sub === '') return offset;
   const hay = runes(s);
-  if (offset < 0n || offset >= BigInt(hay.length)) throw outOfRange(offset);
+  if (offset < 0n) throw outOfRange(offset);
+  if (offset >= BigInt(hay.length)) return -1n;
   return BigInt(runeLastIndexOf(hay, runes(sub), Number(offset)));
 }
 
@@ -214,6 +217,4 @@ export function registerStrings(r: Registrar): void {
     );
   const ns = r.namespace('strings');
   r.fn(`${ns}.quote(string): string`, (_ns: object, s: string) => quote(s));
-  // Library extensions the apiserver does not have.
-  r.remove('reverse', 0);
 }

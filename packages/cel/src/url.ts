@@ -66,14 +66,18 @@ function checkHost(host: string): void {
     return;
   }
   const colon = host.lastIndexOf(':');
-  if (colon >= 0 && !/^:\d*$/.test(host.slice(colon))) throw new Error(`invalid port "${host.slice(colon)}" after host`);
+  if (colon >= 0 && !/^:\d*$/.test(host.slice(colon)))
+    throw new Error(`invalid port "${host.slice(colon)}" after host`);
   if (VALID_ESCAPES.test(host)) throw new Error('invalid URL escape');
   const bad = /[^A-Za-z0-9\-._~!$&'()*+,;=:[\]<>"%\u0080-\u{10ffff}]/u.exec(host);
   if (bad) throw new Error(`invalid character "${bad[0]}" in host name`);
 }
 
 /** Go's url.parse(raw, viaRequest): returns the parts or throws with Go's message. */
-function goParse(raw: string, viaRequest: boolean): { scheme: string; host: string; path: string; query: string } {
+function goParse(
+  raw: string,
+  viaRequest: boolean,
+): { scheme: string; host: string; path: string; query: string } {
   if (CTL.test(raw)) throw new Error('net/url: invalid control character in URL');
   if (raw === '' && viaRequest) throw new Error('empty url');
   if (raw === '*') return { scheme: '', host: '', path: '*', query: '' };
@@ -90,7 +94,8 @@ function goParse(raw: string, viaRequest: boolean): { scheme: string; host: stri
     if (viaRequest) throw new Error('invalid URI for request');
     const colon = rest.indexOf(':');
     const slash = rest.indexOf('/');
-    if (colon >= 0 && (slash < 0 || colon < slash)) throw new Error('first path segment in URL cannot contain colon');
+    if (colon >= 0 && (slash < 0 || colon < slash))
+      throw new Error('first path segment in URL cannot contain colon');
   }
   let host = '';
   if ((scheme !== '' || (!viaRequest && !rest.startsWith('///'))) && rest.startsWith('//')) {
@@ -141,7 +146,7 @@ function port(u: KubeUrl): string {
   return h.slice(colon + 1);
 }
 
-function unescape(s: string, plusIsSpace: boolean): string {
+function unescapeUrl(s: string, plusIsSpace: boolean): string {
   const t = plusIsSpace ? s.replaceAll('+', ' ') : s;
   try {
     return decodeURIComponent(t);
@@ -156,9 +161,10 @@ function query(u: KubeUrl): Record<string, string[]> {
   for (const pair of u.rawQuery.split('&')) {
     if (pair === '' || pair.includes(';')) continue;
     const eq = pair.indexOf('=');
-    const k = unescape(eq >= 0 ? pair.slice(0, eq) : pair, true);
-    const v = unescape(eq >= 0 ? pair.slice(eq + 1) : '', true);
-    if (!Object.hasOwn(out, k)) Object.defineProperty(out, k, { value: [], enumerable: true, writable: true, configurable: true });
+    const k = unescapeUrl(eq >= 0 ? pair.slice(0, eq) : pair, true);
+    const v = unescapeUrl(eq >= 0 ? pair.slice(eq + 1) : '', true);
+    if (!Object.hasOwn(out, k))
+      Object.defineProperty(out, k, { value: [], enumerable: true, writable: true, configurable: true });
     (out[k] as string[]).push(v);
   }
   return out;
@@ -168,7 +174,7 @@ function query(u: KubeUrl): Record<string, string[]> {
 function escapedPath(u: KubeUrl): string {
   const raw = u.rawPath;
   if (/^[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*$/.test(raw)) return raw;
-  return Array.from(unescape(raw, false))
+  return Array.from(unescapeUrl(raw, false))
     .map((ch) => (/[A-Za-z0-9\-._~$&+,/:;=@]/.test(ch) ? ch : encodeURIComponent(ch).toUpperCase()))
     .join('');
 }

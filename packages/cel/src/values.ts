@@ -24,7 +24,13 @@ export interface CelMap {
 export type CelValue = null | boolean | bigint | number | string | Uint8Array | CelList | CelMap | object;
 
 /** JSON as `JSON.parse` returns it. */
-export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly JsonValue[]
+  | { readonly [key: string]: JsonValue };
 
 /** Implemented by this package's library types that have a canonical string form in JSON. */
 export const TO_JSON_STRING: unique symbol = Symbol('cel.toJsonString');
@@ -97,7 +103,12 @@ export function toJson(v: CelValue, path = '$'): Result<JsonValue> {
         for (const [k, item] of Object.entries(v)) {
           const r = toJson(item as CelValue, `${path}.${k}`);
           if (!r.ok) return r;
-          Object.defineProperty(out, k, { value: r.value, enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(out, k, {
+            value: r.value,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         }
         return ok(out);
       }

@@ -51,9 +51,13 @@ export function celCheck(x: string, v: CelValue): string | undefined {
     case 'boolean':
       return `(type(${x}) == bool && ${x} == ${v})`;
     case 'bigint':
+      // Beyond int64 no CEL int can be equal: the apiserver's value is then only described.
+      if (v > 9223372036854775807n || v < -9223372036854775808n) return 'false';
       return `(type(${x}) == int && ${x} == ${celInt(v)})`;
     case 'number':
-      return Number.isNaN(v) ? `(type(${x}) == double && ${x} != ${x})` : `(type(${x}) == double && ${x} == ${celDouble(v)})`;
+      return Number.isNaN(v)
+        ? `(type(${x}) == double && ${x} != ${x})`
+        : `(type(${x}) == double && ${x} == ${celDouble(v)})`;
     case 'string':
       return `(type(${x}) == string && ${x} == ${celString(v)})`;
     case 'object': {
@@ -63,8 +67,10 @@ export function celCheck(x: string, v: CelValue): string | undefined {
         const bytes = Array.from(v, (b) => `\\x${b.toString(16).padStart(2, '0')}`).join('');
         return `(type(${x}) == bytes && ${x} == b"${bytes}")`;
       }
-      if (v instanceof Date) return `(type(${x}) == google.protobuf.Timestamp && ${x} == timestamp(${celString(v.toISOString())}))`;
-      if (v instanceof Duration) return `(type(${x}) == google.protobuf.Duration && ${x} == duration(${celString(v.toString())}))`;
+      if (v instanceof Date)
+        return `(type(${x}) == google.protobuf.Timestamp && ${x} == timestamp(${celString(v.toISOString())}))`;
+      if (v instanceof Duration)
+        return `(type(${x}) == google.protobuf.Duration && ${x} == duration(${celString(v.toString())}))`;
       if (v instanceof Optional) {
         if (!v.hasValue()) return `(!${x}.hasValue())`;
         const inner = celCheck(`${x}.value()`, v.value() as CelValue);

@@ -127,7 +127,11 @@ export async function installCrds(client: KubeClient, crds: readonly KubeObject[
         {
           ...crd,
           // Keep annotations: groups under k8s.io need `api-approved.kubernetes.io`.
-          metadata: { name: crd.metadata.name, labels: crd.metadata.labels, annotations: crd.metadata.annotations },
+          metadata: {
+            name: crd.metadata.name,
+            labels: crd.metadata.labels,
+            annotations: crd.metadata.annotations,
+          },
         },
         { fieldManager: 'kube-operators-ts-tests', force: true },
       ),

@@ -42,7 +42,13 @@ describe('binaries', () => {
     const k8s = await downloadModule('k8s.io/kubernetes', KUBERNETES_VERSION, tmpdir());
     const staging = stagingModules(await readFile(k8s.goMod, 'utf8'));
     assert.equal(staging.length, 33);
-    for (const m of ['k8s.io/api', 'k8s.io/apimachinery', 'k8s.io/apiserver', 'k8s.io/client-go', 'k8s.io/streaming']) {
+    for (const m of [
+      'k8s.io/api',
+      'k8s.io/apimachinery',
+      'k8s.io/apiserver',
+      'k8s.io/client-go',
+      'k8s.io/streaming',
+    ]) {
       assert.ok(staging.includes(m), m);
     }
   });
@@ -50,14 +56,20 @@ describe('binaries', () => {
   it('without KUBEBUILDER_ASSETS, a cold cache and no Go toolchain, says to install Go or set KUBEBUILDER_ASSETS', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'cold-cache-'));
     try {
-      await withEnv({ KUBE_OPERATORS_CACHE: empty, KUBEBUILDER_ASSETS: undefined, PATH: '/nonexistent' }, async () => {
-        await assert.rejects(resolveBinaries(() => {}), (err: unknown) => {
-          assert.ok(err instanceof ControlPlaneError, String(err));
-          assert.match(err.message, /Go toolchain is not on PATH/);
-          assert.match(err.fix, /KUBEBUILDER_ASSETS/);
-          return true;
-        });
-      });
+      await withEnv(
+        { KUBE_OPERATORS_CACHE: empty, KUBEBUILDER_ASSETS: undefined, PATH: '/nonexistent' },
+        async () => {
+          await assert.rejects(
+            resolveBinaries(() => {}),
+            (err: unknown) => {
+              assert.ok(err instanceof ControlPlaneError, String(err));
+              assert.match(err.message, /Go toolchain is not on PATH/);
+              assert.match(err.fix, /KUBEBUILDER_ASSETS/);
+              return true;
+            },
+          );
+        },
+      );
     } finally {
       await rm(empty, { recursive: true, force: true });
     }
@@ -75,12 +87,15 @@ describe('binaries', () => {
           GOSUMDB: 'off',
         },
         async () => {
-          await assert.rejects(resolveBinaries(() => {}), (err: unknown) => {
-            assert.ok(err instanceof ControlPlaneError, String(err));
-            assert.match(err.message, /module proxy cannot be reached/);
-            assert.match(err.fix, /GOPROXY/);
-            return true;
-          });
+          await assert.rejects(
+            resolveBinaries(() => {}),
+            (err: unknown) => {
+              assert.ok(err instanceof ControlPlaneError, String(err));
+              assert.match(err.message, /module proxy cannot be reached/);
+              assert.match(err.fix, /GOPROXY/);
+              return true;
+            },
+          );
         },
       );
     } finally {
@@ -90,14 +105,20 @@ describe('binaries', () => {
 
   it('KUBEBUILDER_ASSETS naming a missing folder is refused with the variable named', async () => {
     await withEnv({ KUBEBUILDER_ASSETS: '/nonexistent/assets' }, async () => {
-      await assert.rejects(resolveBinaries(() => {}), /KUBEBUILDER_ASSETS names \/nonexistent\/assets/);
+      await assert.rejects(
+        resolveBinaries(() => {}),
+        /KUBEBUILDER_ASSETS names \/nonexistent\/assets/,
+      );
     });
   });
 
   it('classifies the toolchain failures it cannot provoke here from their own words', () => {
     const cases: [string, RegExp][] = [
       ['go: k8s.io/kubernetes@v1.99.0: reading https://proxy/...: 404 Not Found', /does not serve a module/],
-      ['go: module x requires go >= 1.30.0 (running go 1.26.8; GOTOOLCHAIN=local)', /older than the module requires/],
+      [
+        'go: module x requires go >= 1.30.0 (running go 1.26.8; GOTOOLCHAIN=local)',
+        /older than the module requires/,
+      ],
       ['write /root/.cache/go-build/ab: no space left on device', /disk is full/],
       ['./main.go:3:2: undefined: foo', /failed with exit code 1/],
     ];

@@ -9,8 +9,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiErrorReason, isApiError, KubeClient, resourcePath, watch } from '@operators/kit';
 import { ControlPlane, ControlPlaneError, liveChildren, resolveBinaries } from '../src/index.ts';
 
@@ -73,7 +73,11 @@ describe('control plane lifecycle', () => {
       })(),
       (err: unknown) => isApiError(err, ApiErrorReason.Gone),
     );
-    const kept = await client.get<{ data: { a: string } } & import('@operators/kit').KubeObject>(gvk, 'kept', 'default');
+    const kept = await client.get<{ data: { a: string } } & import('@operators/kit').KubeObject>(
+      gvk,
+      'kept',
+      'default',
+    );
     assert.equal(kept.data.a, '2');
     await client.transport.close();
   });
@@ -132,9 +136,13 @@ describe('start-up failures give one clear error and leave nothing half-started'
     const assets = await mkdtemp(join(tmpdir(), 'assets-'));
     const saved = process.env.KUBEBUILDER_ASSETS;
     try {
-      await writeFile(join(assets, 'etcd'), '#!/bin/sh\necho "panic: simulated corruption of member wal" >&2\nexit 2\n', {
-        mode: 0o755,
-      });
+      await writeFile(
+        join(assets, 'etcd'),
+        '#!/bin/sh\necho "panic: simulated corruption of member wal" >&2\nexit 2\n',
+        {
+          mode: 0o755,
+        },
+      );
       // The real apiserver, kubectl and helm: only etcd is broken.
       for (const [name, path] of [
         ['kube-apiserver', real.kubeApiserver],

@@ -40,7 +40,9 @@ const SAMPLES: readonly Sample[] = [
       metadata: { name: 'sample-deny' },
       spec: {
         endpointSelector: { matchLabels: { app: 'web' } },
-        ingressDeny: [{ fromCIDRSet: [{ cidrGroupSelector: { matchLabels: { 'edge.exoledge.io/source': 'x' } } }] }],
+        ingressDeny: [
+          { fromCIDRSet: [{ cidrGroupSelector: { matchLabels: { 'edge.exoledge.io/source': 'x' } } }] },
+        ],
       },
     },
     misspell: ['spec', 'endpointSelector'],
@@ -78,7 +80,11 @@ const SAMPLES: readonly Sample[] = [
       apiVersion: 'cert-manager.io/v1',
       kind: 'Certificate',
       metadata: { name: 'site' },
-      spec: { secretName: 'site-tls', dnsNames: ['www.example.com'], issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },
+      spec: {
+        secretName: 'site-tls',
+        dnsNames: ['www.example.com'],
+        issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' },
+      },
     },
     misspell: ['spec', 'dnsNames'],
   },
@@ -162,7 +168,11 @@ const SAMPLES: readonly Sample[] = [
       apiVersion: 'argoproj.io/v1alpha1',
       kind: 'AppProject',
       metadata: { name: 'team-a' },
-      spec: { description: 'team A', sourceRepos: ['*'], destinations: [{ server: '*', namespace: 'team-a' }] },
+      spec: {
+        description: 'team A',
+        sourceRepos: ['*'],
+        destinations: [{ server: '*', namespace: 'team-a' }],
+      },
     },
     misspell: ['spec', 'sourceRepos'],
   },
@@ -195,9 +205,13 @@ describe('third-party CRDs from their Go modules', () => {
       const valid = { ...sample.valid, metadata: { name, ...(ns ? { namespace: ns } : {}) } };
       const created = await env.admin.create(valid);
       assert.equal(created.metadata.name, name);
-      if (!sample.namespaced) t.after(() => env.admin.delete({ apiVersion: apiVersion ?? '', kind: kind ?? '' }, name));
+      if (!sample.namespaced)
+        t.after(() => env.admin.delete({ apiVersion: apiVersion ?? '', kind: kind ?? '' }, name));
 
-      const bad = misspelt({ ...valid, metadata: { ...valid.metadata, name: `${name}-bad` } }, sample.misspell);
+      const bad = misspelt(
+        { ...valid, metadata: { ...valid.metadata, name: `${name}-bad` } },
+        sample.misspell,
+      );
       await assert.rejects(env.admin.create(bad), (err: unknown) => {
         assert.ok(
           isApiError(err, ApiErrorReason.BadRequest) || isApiError(err, ApiErrorReason.Invalid),

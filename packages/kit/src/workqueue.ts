@@ -16,8 +16,9 @@
  *
  * {@link runWorkers} is that loop for N workers.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
+import { sharedCounter, sharedGauge, sharedHistogram } from './shared-metrics.ts';
 
 /** client-go's default first retry delay: fast enough that a transient conflict costs nothing. */
 export const DEFAULT_BASE_DELAY_MS = 5;
@@ -146,7 +147,7 @@ export class Workqueue {
     const started = this.startedAt.get(key);
     this.startedAt.delete(key);
     if (started !== undefined) this.metrics.workDuration.observe(seconds(this.clock.now() - started));
-    this.dirty.delete(key);
+    if (this.dirty.delete(key)) this.enqueue(key);
     if (this.processing.size === 0) for (const w of [...this.drainWaiters]) w();
   }
 
@@ -320,70 +321,40 @@ const LABELS = ['name'] as const;
 
 function queueMetrics(registry: Registry | undefined, name: string): QueueMetrics {
   const labels = { name };
-  const depth = metric(registry, 'workqueue_depth', Gauge, (registers) => {
-    return new Gauge({
-      name: 'workqueue_depth',
-      help: 'Current depth of the workqueue: keys waiting for a worker.',
-      labelNames: LABELS,
-      registers,
-    });
-  });
-  const adds = metric(registry, 'workqueue_adds_total', Counter, (registers) => {
-    return new Counter({
-      name: 'workqueue_adds_total',
-      help: 'Keys added to the workqueue (adds of a key already queued are not counted).',
-      labelNames: LABELS,
-      registers,
-    });
-  });
-  const retries = metric(registry, 'workqueue_retries_total', Counter, (registers) => {
-    return new Counter({
-      name: 'workqueue_retries_total',
-      help: 'Delayed re-adds: backoff retries and requeueAfter.',
-      labelNames: LABELS,
-      registers,
-    });
-  });
-  const queueDuration = metric(registry, 'workqueue_queue_duration_seconds', Histogram, (registers) => {
-    return new Histogram({
-      name: 'workqueue_queue_duration_seconds',
-      help: 'How long a key waits in the workqueue before a worker takes it.',
-      labelNames: LABELS,
-      buckets: [...DURATION_BUCKETS_SECONDS],
-      registers,
-    });
-  });
-  const workDuration = metric(registry, 'workqueue_work_duration_seconds', Histogram, (registers) => {
-    return new Histogram({
-      name: 'workqueue_work_duration_seconds',
-      help: 'How long processing a key takes, from get to done.',
-      labelNames: LABELS,
-      buckets: [...DURATION_BUCKETS_SECONDS],
-      registers,
-    });
-  });
-  depth.labels(labels).set(0);
+  const depth = sharedGauge(
+    registry,
+    'workqueue_depth',
+    'Current depth of the workqueue: keys waiting for a worker.',
+    LABELS,
+  ).labels(labels);
+  depth.set(0);
   return {
-    depth: depth.labels(labels),
-    adds: adds.labels(labels),
-    retries: retries.labels(labels),
-    queueDuration: queueDuration.labels(labels),
-    workDuration: workDuration.labels(labels),
+    depth,
+    adds: sharedCounter(
+      registry,
+      'workqueue_adds_total',
+      'Keys added to the workqueue (adds of a key already queued are not counted).',
+      LABELS,
+    ).labels(labels),
+    retries: sharedCounter(
+      registry,
+      'workqueue_retries_total',
+      'Delayed re-adds to the workqueue: backoff retries and requeueAfter.',
+      LABELS,
+    ).labels(labels),
+    queueDuration: sharedHistogram(
+      registry,
+      'workqueue_queue_duration_seconds',
+      'How long a key waits in the workqueue before a worker takes it.',
+      LABELS,
+      DURATION_BUCKETS_SECONDS,
+    ).labels(labels),
+    workDuration: sharedHistogram(
+      registry,
+      'workqueue_work_duration_seconds',
+      'How long processing a key takes, from get to done.',
+      LABELS,
+      DURATION_BUCKETS_SECONDS,
+    ).labels(labels),
   };
-}
-
-/**
- * The metric of that name from `registry` if some queue registered it already (the
- * registry refuses a second registration), else a new one registered there.
- */
-function metric<M>(
-  registry: Registry | undefined,
-  name: string,
-  type: abstract new (...args: never[]) => M,
-  create: (registers: Registry[]) => M,
-): M {
-  const existing = registry?.getSingleMetric(name);
-  if (existing === undefined) return create(registry ? [registry] : []);
-  if (existing instanceof type) return existing;
-  throw new Error(`metric ${name} is already registered with another type; the workqueue cannot share it`);
 }

@@ -13,9 +13,20 @@ function queue(clock = new FakeClock(), registry?: Registry): { q: Workqueue; cl
   return { q: new Workqueue({ name: 'test', clock, registry }), clock };
 }
 
-/** The key `get()` resolves with before the current turn ends, or 'pending' if it blocks. */
-async function poll(q: Workqueue): Promise<string | undefined | 'pending'> {
-  return Promise.race([q.get(), settle().then(() => 'pending' as const)]);
+/**
+ * What `p` resolves with before the pending callbacks have run, or 'pending': a test
+ * whose key never comes fails at once instead of hanging.
+ */
+function soon<T>(p: Promise<T>): Promise<T | 'pending'> {
+  return Promise.race([p, settle().then(() => 'pending' as const)]);
+}
+
+/**
+ * The key `get()` hands out now, or 'pending' if it blocks. A blocked `get()` stays
+ * registered and would take the next key, so this is a test's last look at the queue.
+ */
+function poll(q: Workqueue): Promise<string | undefined | 'pending'> {
+  return soon(q.get());
 }
 
 /** Takes every key waiting now. */
@@ -63,7 +74,7 @@ describe('workqueue: dedupe and one reconcile per key at a time', () => {
     q.add('a');
     const next = q.get();
     q.done('a');
-    assert.equal(await next, 'a', 'the blocked worker gets the key once it is done');
+    assert.equal(await soon(next), 'a', 'the blocked worker gets the key once it is done');
     q.done('a');
     assert.equal(await poll(q), 'pending', 'and only once');
   });
@@ -81,7 +92,7 @@ describe('workqueue: dedupe and one reconcile per key at a time', () => {
     const { q } = queue();
     const waiting = q.get();
     q.add('x');
-    assert.equal(await waiting, 'x');
+    assert.equal(await soon(waiting), 'x');
     assert.equal(q.inFlight, 1);
   });
 
@@ -396,7 +407,10 @@ describe('workqueue: metrics', () => {
     const m = registry.getSingleMetric(metric);
     assert.ok(m, `${metric} is registered`);
     const got = await m.get();
-    const v = got.values.find((x) => x.labels.name === name && (suffix === '' || x.metricName === suffix));
+    // Histograms report several series (_bucket, _sum, _count), told apart by metricName.
+    const values: readonly { value: number; labels: { name?: string | number }; metricName?: string }[] =
+      got.values;
+    const v = values.find((x) => x.labels.name === name && (suffix === '' || x.metricName === suffix));
     return v?.value ?? 0;
   }
 

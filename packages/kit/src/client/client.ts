@@ -174,14 +174,14 @@ export class KubeClient {
     return { items, resourceVersion: rv };
   }
 
-  async create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
+  async create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T & KubeObject> {
     const gvk = gvkOf(obj);
     const { path } = await this.target(gvk, obj.metadata.namespace);
     return this.transport.request<T>({ method: 'POST', path, query: writeQuery(opts), body: obj });
   }
 
   /** Replaces an object (PUT); fails with Conflict if its resourceVersion is stale. */
-  async replace<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
+  async replace<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T & KubeObject> {
     const gvk = gvkOf(obj);
     const { path } = await this.target(gvk, obj.metadata.namespace, obj.metadata.name);
     return this.transport.request<T>({ method: 'PUT', path, query: writeQuery(opts), body: obj });
@@ -223,12 +223,12 @@ export class KubeClient {
    * their values; fields it omits that it owned before are removed; fields owned by
    * others are left alone (or taken, with `force`).
    */
-  async apply<T extends KubeObject>(obj: T, opts: ApplyOptions): Promise<T> {
+  async apply<T extends KubeObject>(obj: T, opts: ApplyOptions): Promise<T & KubeObject> {
     return this.applyTo(obj, opts);
   }
 
   /** Server-side apply on the status subresource. */
-  async applyStatus<T extends KubeObject>(obj: T, opts: ApplyOptions): Promise<T> {
+  async applyStatus<T extends KubeObject>(obj: T, opts: ApplyOptions): Promise<T & KubeObject> {
     return this.applyTo(obj, opts, 'status');
   }
 

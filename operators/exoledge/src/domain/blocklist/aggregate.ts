@@ -19,7 +19,11 @@ export interface AggregateResult {
 }
 
 export function aggregate(input: Uint8Array | string, options: AggregateOptions = {}): AggregateResult {
-  const parse = parseBlocklist(input, options);
+  return aggregateParsed(parseBlocklist(input, options), options);
+}
+
+/** The pipeline after parsing, for input read piece by piece with `BlocklistParser`. */
+export function aggregateParsed(parse: ParseResult, options: BudgetOptions = {}): AggregateResult {
   const merged = merge(parse.entries);
   return { parse, merged, budget: budget(merged, options) };
 }

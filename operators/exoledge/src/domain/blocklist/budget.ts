@@ -57,6 +57,10 @@ export interface BudgetResult {
   readonly drops: readonly DropGroup[];
 }
 
+/**
+ * What `minPrefixLength` adds for IPv6: an IPv4 /n and an IPv6 /(n + 96) hold the same
+ * number of addresses, so one setting holds both families to the same smallest block.
+ */
 export const IPV6_EQUIVALENT_OFFSET = 96;
 
 /** Checks the options as the CLI and the CRD do; a violation is a programming error here. */
@@ -65,7 +69,10 @@ function validate(options: BudgetOptions): void {
   if (maxEntries !== undefined && !(Number.isSafeInteger(maxEntries) && maxEntries >= 1)) {
     throw new RangeError(`maxEntries must be an integer of at least 1, not ${maxEntries}`);
   }
-  if (minPrefixLength !== undefined && !(Number.isInteger(minPrefixLength) && minPrefixLength >= 0 && minPrefixLength <= 32)) {
+  if (
+    minPrefixLength !== undefined &&
+    !(Number.isInteger(minPrefixLength) && minPrefixLength >= 0 && minPrefixLength <= 32)
+  ) {
     throw new RangeError(`minPrefixLength must be an integer from 0 to 32, not ${minPrefixLength}`);
   }
 }
@@ -73,7 +80,8 @@ function validate(options: BudgetOptions): void {
 export function budget(merged: PrefixList, options: BudgetOptions = {}): BudgetResult {
   validate(options);
   const v4Max = options.minPrefixLength ?? 32;
-  const v6Max = options.minPrefixLength === undefined ? 128 : options.minPrefixLength + IPV6_EQUIVALENT_OFFSET;
+  const v6Max =
+    options.minPrefixLength === undefined ? 128 : options.minPrefixLength + IPV6_EQUIVALENT_OFFSET;
   const { ipv4, ipv6 } = merged;
   if (v4Max === 32 && v6Max === 128 && (options.maxEntries ?? Infinity) >= prefixCount(merged)) {
     // Nothing to drop, the common case of a preview without a budget: no pass over the list.
@@ -162,11 +170,25 @@ export function budget(merged: PrefixList, options: BudgetOptions = {}): BudgetR
   const drops: DropGroup[] = [];
   for (let l = 32; l > v4Max; l--) {
     const dropped = v4AtLength[l]!;
-    if (dropped > 0) drops.push({ reason: DropReason.LongerThanMinPrefixLength, family: 'ipv4', length: l, dropped, kept: 0 });
+    if (dropped > 0)
+      drops.push({
+        reason: DropReason.LongerThanMinPrefixLength,
+        family: 'ipv4',
+        length: l,
+        dropped,
+        kept: 0,
+      });
   }
   for (let l = 128; l > v6Max; l--) {
     const dropped = v6AtLength[l]!;
-    if (dropped > 0) drops.push({ reason: DropReason.LongerThanMinPrefixLength, family: 'ipv6', length: l, dropped, kept: 0 });
+    if (dropped > 0)
+      drops.push({
+        reason: DropReason.LongerThanMinPrefixLength,
+        family: 'ipv6',
+        length: l,
+        dropped,
+        kept: 0,
+      });
   }
   for (const { family, length } of cutOrder) {
     const dropped = (family === 'ipv4' ? v4Cut : v6Cut)[length]!;
@@ -176,7 +198,10 @@ export function budget(merged: PrefixList, options: BudgetOptions = {}): BudgetR
 
   return {
     kept: { ipv4: { addresses: k4a, lengths: k4l }, ipv6: { addresses: k6a, lengths: Uint8Array.from(k6l) } },
-    dropped: { ipv4: { addresses: d4a, lengths: d4l }, ipv6: { addresses: d6a, lengths: Uint8Array.from(d6l) } },
+    dropped: {
+      ipv4: { addresses: d4a, lengths: d4l },
+      ipv6: { addresses: d6a, lengths: Uint8Array.from(d6l) },
+    },
     drops,
   };
 }

@@ -23,8 +23,10 @@ export function formatPrefix(prefix: Prefix): string {
 export function canonicalStrings(list: PrefixList): string[] {
   const out: string[] = [];
   const { ipv4, ipv6 } = list;
-  for (let i = 0; i < ipv4.addresses.length; i++) out.push(`${formatIpv4(ipv4.addresses[i]!)}/${ipv4.lengths[i]}`);
-  for (let i = 0; i < ipv6.addresses.length; i++) out.push(`${formatIpv6(ipv6.addresses[i]!)}/${ipv6.lengths[i]}`);
+  for (let i = 0; i < ipv4.addresses.length; i++)
+    out.push(`${formatIpv4(ipv4.addresses[i]!)}/${ipv4.lengths[i]}`);
+  for (let i = 0; i < ipv6.addresses.length; i++)
+    out.push(`${formatIpv6(ipv6.addresses[i]!)}/${ipv6.lengths[i]}`);
   return out;
 }
 

@@ -1,4 +1,12 @@
-export { type AggregateOptions, type AggregateResult, aggregate } from './aggregate.ts';
+/**
+ * The blocklist pipeline, pure and fast: `parseBlocklist` (text to entries, malformed
+ * lines refused and reported) -> `merge` (the minimal exact CIDR cover) -> `budget`
+ * (what fits in `maxEntries` and `minPrefixLength`, and exactly what does not) ->
+ * `shard` and `fingerprint` (what gets published, and its name). `aggregate` runs the
+ * first three. Data in, data out: the reconciler turns the results into objects,
+ * conditions and events.
+ */
+export { type AggregateOptions, type AggregateResult, aggregate, aggregateParsed } from './aggregate.ts';
 export {
   type BudgetOptions,
   type BudgetResult,
@@ -13,6 +21,7 @@ export { formatIpv4 } from './ipv4.ts';
 export { formatIpv6 } from './ipv6.ts';
 export { merge } from './merge.ts';
 export {
+  BlocklistParser,
   DEFAULT_DETAIL_LIMIT,
   type MalformedLine,
   MalformedReason,

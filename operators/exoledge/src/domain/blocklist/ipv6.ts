@@ -56,7 +56,12 @@ export function readDottedQuad(bytes: Uint8Array, start: number, end: number): n
  * Reads the IPv6 address in bytes[start, end) into eight 16-bit groups in `out`.
  * Returns undefined on success, or a message saying what RFC 4291 does not allow.
  */
-export function readIpv6Groups(bytes: Uint8Array, start: number, end: number, out: Uint16Array): string | undefined {
+export function readIpv6Groups(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  out: Uint16Array,
+): string | undefined {
   let i = start;
   let count = 0;
   /** Index in `out` where the groups after `::` begin, or -1 without `::`. */
@@ -94,7 +99,9 @@ export function readIpv6Groups(bytes: Uint8Array, start: number, end: number, ou
     out[count++] = value;
     if (i === end) break;
     if (bytes[i] !== COLON) {
-      return bytes[i] === 0x25 ? 'a zone index (%) has no meaning in a shared list' : 'a character that is not a hex digit';
+      return bytes[i] === 0x25
+        ? 'a zone index (%) has no meaning in a shared list'
+        : 'a character that is not a hex digit';
     }
     i++;
     if (i < end && bytes[i] === COLON) {

@@ -27,68 +27,88 @@ export function merge(entries: PrefixList): PrefixList {
 
 const TWO_32 = 4294967296;
 
-export function mergeIpv4(entries: Ipv4Prefixes): Ipv4Prefixes {
-  const { addresses, lengths } = sortIpv4(entries);
-  const n = addresses.length;
-  let outAddresses = new Uint32Array(Math.max(64, n >>> 2));
-  let outLengths = new Uint8Array(outAddresses.length);
-  let count = 0;
-  const push = (address: number, length: number): void => {
-    if (count === outAddresses.length) {
-      const a = new Uint32Array(count * 2);
-      a.set(outAddresses);
-      outAddresses = a;
-      const l = new Uint8Array(count * 2);
-      l.set(outLengths);
-      outLengths = l;
-    }
-    outAddresses[count] = address;
-    outLengths[count] = length;
-    count++;
-  };
-  /** Writes the inclusive range [start, end] as its largest aligned blocks. */
-  const split = (start: number, end: number): void => {
-    let s = start;
-    while (s <= end) {
-      // The largest block aligned on s: as many host bits as s has trailing zeros...
-      let length = s === 0 ? 0 : 32 - (31 - Math.clz32(s & -s));
-      // ...but no larger than what is left of the range.
-      const left = end - s + 1;
-      const fit = left === TWO_32 ? 0 : 32 - (31 - Math.clz32(left));
-      if (fit > length) length = fit;
-      push(s, length);
-      s += BLOCK_SIZE_V4[length]!;
-    }
-  };
+/** Output columns that grow as prefixes are written: a merge may write fewer or more prefixes than it reads. */
+class Ipv4Builder {
+  addresses: Uint32Array;
+  lengths: Uint8Array;
+  count = 0;
 
-  if (n > 0) {
-    let start = addresses[0]!;
-    let length = lengths[0]!;
-    let end = start + BLOCK_SIZE_V4[length]! - 1;
-    /** The current range is one input prefix: written as is, no split needed. */
-    let single = true;
-    for (let i = 1; i < n; i++) {
-      const s = addresses[i]!;
-      const l = lengths[i]!;
-      if (s <= end + 1) {
-        const e = s + BLOCK_SIZE_V4[l]! - 1;
-        if (e > end) {
-          end = e;
-          single = false;
-        }
-      } else {
-        if (single) push(start, length);
-        else split(start, end);
-        start = s;
-        length = l;
-        end = s + BLOCK_SIZE_V4[l]! - 1;
-        single = true;
-      }
-    }
-    if (single) push(start, length);
-    else split(start, end);
+  constructor(capacity: number) {
+    this.addresses = new Uint32Array(capacity);
+    this.lengths = new Uint8Array(capacity);
   }
-  return { addresses: outAddresses.slice(0, count), lengths: outLengths.slice(0, count) };
+
+  push(address: number, length: number): void {
+    if (this.count === this.addresses.length) {
+      const addresses = new Uint32Array(this.count * 2);
+      addresses.set(this.addresses);
+      this.addresses = addresses;
+      const lengths = new Uint8Array(this.count * 2);
+      lengths.set(this.lengths);
+      this.lengths = lengths;
+    }
+    this.addresses[this.count] = address;
+    this.lengths[this.count++] = length;
+  }
+
+  build(): Ipv4Prefixes {
+    return { addresses: this.addresses.slice(0, this.count), lengths: this.lengths.slice(0, this.count) };
+  }
+}
+
+export function mergeIpv4(entries: Ipv4Prefixes): Ipv4Prefixes {
+  const sorted = sortIpv4(entries);
+  // Merged lists are usually several times shorter than their input.
+  const out = new Ipv4Builder(Math.max(64, sorted.addresses.length >>> 2));
+  sweepIpv4(sorted, out);
+  return out.build();
+}
+
+/** Joins sorted prefixes into disjoint ranges and writes each as its largest aligned blocks. */
+function sweepIpv4(sorted: Ipv4Prefixes, out: Ipv4Builder): void {
+  const { addresses, lengths } = sorted;
+  const n = addresses.length;
+  if (n === 0) return;
+  let start = addresses[0]!;
+  let length = lengths[0]!;
+  let end = start + BLOCK_SIZE_V4[length]! - 1;
+  /** The current range is one input prefix: written as is, no split needed. */
+  let single = true;
+  for (let i = 1; i < n; i++) {
+    const s = addresses[i]!;
+    const l = lengths[i]!;
+    if (s <= end + 1) {
+      const e = s + BLOCK_SIZE_V4[l]! - 1;
+      if (e > end) {
+        end = e;
+        single = false;
+      }
+    } else {
+      if (single) out.push(start, length);
+      else splitIpv4(start, end, out);
+      start = s;
+      length = l;
+      end = s + BLOCK_SIZE_V4[l]! - 1;
+      single = true;
+    }
+  }
+  if (single) out.push(start, length);
+  else splitIpv4(start, end, out);
+}
+
+/** Writes the inclusive range [start, end] as its largest aligned blocks, left to right. */
+function splitIpv4(start: number, end: number, out: Ipv4Builder): void {
+  let s = start;
+  while (s <= end) {
+    // The largest block aligned on s: as many host bits as s has trailing zeros...
+    let length = s === 0 ? 0 : 32 - (31 - Math.clz32(s & -s));
+    // ...but no larger than what is left of the range.
+    const left = end - s + 1;
+    const fit = left === TWO_32 ? 0 : 32 - (31 - Math.clz32(left));
+    if (fit > length) length = fit;
+    out.push(s, length);
+    s += BLOCK_SIZE_V4[length]!;
+  }
 }
 
 function trailingZeros128(x: bigint): number {

@@ -80,6 +80,7 @@ export interface ParseOptions {
 }
 
 export const DEFAULT_DETAIL_LIMIT = 1000;
+/** Reported lines are cut at this many characters: a report names the line, it does not copy it. */
 export const MAX_REPORTED_TEXT = 120;
 
 export interface ParseCounts {
@@ -128,8 +129,8 @@ function isHexLetter(c: number): boolean {
 }
 
 /**
- * Where an IPv4 read failed: internal codes on the hot path, turned into a reason and a
- * message only for the lines that are reported.
+ * Why a line failed, as small integers while reading; turned into a `MalformedReason`
+ * and a message only for the lines that are reported.
  */
 const Fail = {
   None: 0,
@@ -170,7 +171,10 @@ function describeFail(fail: Fail, ipv6Message: string): { reason: MalformedReaso
     case Fail.PrefixLengthLeadingZero:
       return { reason: MalformedReason.LeadingZero, message: 'the prefix length has a leading zero' };
     case Fail.PrefixLengthTooLong:
-      return { reason: MalformedReason.PrefixLength, message: 'the prefix length is above 32 (IPv4) or 128 (IPv6)' };
+      return {
+        reason: MalformedReason.PrefixLength,
+        message: 'the prefix length is above 32 (IPv4) or 128 (IPv6)',
+      };
     case Fail.TrailingText:
       return {
         reason: MalformedReason.TrailingText,
@@ -187,12 +191,13 @@ function tokenText(bytes: Uint8Array, from: number, to: number): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString('latin1');
 }
 
-/** Everything a parse accumulates, shared by the fast path and the general reader. */
+/** Everything a parse accumulates across the pieces of its input. */
 class ParseState {
-  readonly bytes: Uint8Array;
+  /** The piece being read: the general reader and the reports read from it. */
+  bytes: Uint8Array = new Uint8Array(0);
   readonly detailLimit: number;
-  readonly v4Addresses: Uint32Array;
-  readonly v4Lengths: Uint8Array;
+  v4Addresses: Uint32Array;
+  v4Lengths: Uint8Array;
   v4Count = 0;
   readonly v6Addresses: bigint[] = [];
   readonly v6Lengths: number[] = [];
@@ -200,136 +205,249 @@ class ParseState {
   readonly groups = new Uint16Array(8);
   readonly malformed: MalformedLine[] = [];
   readonly normalised: NormalisedLine[] = [];
+  line = 0;
   blank = 0;
   comments = 0;
   malformedCount = 0;
   normalisedCount = 0;
 
-  constructor(bytes: Uint8Array, detailLimit: number) {
-    this.bytes = bytes;
+  constructor(detailLimit: number, expectedBytes: number) {
     this.detailLimit = detailLimit;
-    // An IPv4 entry takes at least 8 bytes with its newline (`1.1.1.1\n`), so this bounds
-    // the count; pages never written to are never touched, so the excess costs no memory.
-    const capacity = Math.floor((bytes.length + 1) / 8) + 1;
+    const capacity = ipv4Bound(expectedBytes);
     this.v4Addresses = new Uint32Array(capacity);
     this.v4Lengths = new Uint8Array(capacity);
+  }
+
+  /** Makes room for every IPv4 entry `bytes` more bytes can hold, so the hot loop never checks. */
+  reserve(bytes: number): void {
+    const needed = this.v4Count + ipv4Bound(bytes);
+    if (needed <= this.v4Addresses.length) return;
+    const capacity = Math.max(needed, this.v4Addresses.length * 2);
+    const addresses = new Uint32Array(capacity);
+    addresses.set(this.v4Addresses.subarray(0, this.v4Count));
+    this.v4Addresses = addresses;
+    const lengths = new Uint8Array(capacity);
+    lengths.set(this.v4Lengths.subarray(0, this.v4Count));
+    this.v4Lengths = lengths;
   }
 
   normalisedIpv4(line: number, from: number, to: number, network: number, length: number): void {
     this.normalisedCount++;
     if (this.normalised.length < this.detailLimit) {
-      this.normalised.push({ line, text: tokenText(this.bytes, from, to), prefix: `${formatIpv4(network)}/${length}` });
+      this.normalised.push({
+        line,
+        text: tokenText(this.bytes, from, to),
+        prefix: `${formatIpv4(network)}/${length}`,
+      });
     }
   }
 
   refused(line: number, lineStart: number, fail: Fail, ipv6Message: string): void {
     this.malformedCount++;
     if (this.malformed.length < this.detailLimit) {
-      this.malformed.push({ line, ...describeFail(fail, ipv6Message), text: lineText(this.bytes, lineStart) });
+      this.malformed.push({
+        line,
+        ...describeFail(fail, ipv6Message),
+        text: lineText(this.bytes, lineStart),
+      });
     }
   }
 }
 
-// Report helpers and the general reader live outside `parseBlocklist`, so that its loop
-// stays small: V8 optimises a small hot loop sooner, and a closure over `bytes` there
-// would move it into a context object and slow every read.
+/**
+ * How many IPv4 entries `bytes` bytes can hold at most: each takes 8 with its newline
+ * (`1.1.1.1\n`). Arrays are sized by it; pages never written to are never touched, so
+ * the excess costs no memory.
+ */
+function ipv4Bound(bytes: number): number {
+  return Math.floor((bytes + 1) / 8) + 1;
+}
+
+// The report helpers and the readers live outside the classes, so that the hot loop
+// stays small: V8 optimises a small loop sooner, and a closure over `bytes` would move
+// it into a context object and slow every read.
 
 function lineText(bytes: Uint8Array, from: number): string {
-  let end = bytes.indexOf(LF, from);
-  if (end < 0) end = bytes.length;
+  const end = endOfLine(bytes, from);
   const text = Buffer.from(bytes.buffer, bytes.byteOffset + from, end - from)
     .toString('utf8')
     .trim();
   return text.length > MAX_REPORTED_TEXT ? text.slice(0, MAX_REPORTED_TEXT) + '…' : text;
 }
 
+const NO_BYTES = new Uint8Array(0);
+
 /**
- * Reads a blocklist. Takes bytes as read from a file or an HTTP body (UTF-8; only ASCII
- * can form an entry), or a string. Pure: the input is not modified.
+ * Reads a blocklist piece by piece as it arrives (file reads, HTTP body chunks), so that
+ * nobody has to hold the whole text: push the pieces in order, then `finish`. A line may
+ * be split across pieces. Pieces are not kept: a caller may reuse its buffer.
+ */
+export class BlocklistParser {
+  readonly #state: ParseState;
+  /** The start of a line whose end has not arrived yet: a copy, since pieces are not kept. */
+  #carry: Uint8Array = NO_BYTES;
+  #started = false;
+  #finished = false;
+
+  /** `expectedBytes`: the input size if known, to size the arrays once. */
+  constructor(options: ParseOptions & { readonly expectedBytes?: number } = {}) {
+    this.#state = new ParseState(options.detailLimit ?? DEFAULT_DETAIL_LIMIT, options.expectedBytes ?? 0);
+  }
+
+  push(piece: Uint8Array): void {
+    if (this.#finished) throw new Error('BlocklistParser: push after finish');
+    let bytes = piece;
+    if (this.#carry.length > 0) {
+      const newline = bytes.indexOf(LF);
+      if (newline < 0) {
+        this.#carry = Buffer.concat([this.#carry, bytes]);
+        return;
+      }
+      const line = Buffer.concat([this.#carry, bytes.subarray(0, newline + 1)]);
+      this.#carry = NO_BYTES;
+      this.#read(line, line.length);
+      bytes = bytes.subarray(newline + 1);
+    }
+    const last = bytes.lastIndexOf(LF);
+    if (last + 1 < bytes.length) this.#carry = bytes.slice(last + 1);
+    if (last >= 0) this.#read(bytes, last + 1);
+  }
+
+  finish(): ParseResult {
+    if (this.#finished) throw new Error('BlocklistParser: finish twice');
+    // The last line may have no newline: read on its own, its end reads as one.
+    if (this.#carry.length > 0) this.#read(this.#carry, this.#carry.length);
+    this.#finished = true;
+    const state = this.#state;
+    return {
+      entries: {
+        // Views, not copies: the unused tail was never written, so it holds no memory.
+        ipv4: {
+          addresses: state.v4Addresses.subarray(0, state.v4Count),
+          lengths: state.v4Lengths.subarray(0, state.v4Count),
+        },
+        ipv6: { addresses: state.v6Addresses, lengths: Uint8Array.from(state.v6Lengths) },
+      },
+      counts: {
+        lines: state.line,
+        blank: state.blank,
+        comments: state.comments,
+        ipv4: state.v4Count,
+        ipv6: state.v6Addresses.length,
+        malformed: state.malformedCount,
+        normalised: state.normalisedCount,
+      },
+      malformed: state.malformed,
+      normalised: state.normalised,
+    };
+  }
+
+  /** Reads the whole lines in bytes[0, to): `to` ends a line, or the input. */
+  #read(bytes: Uint8Array, to: number): void {
+    let from = 0;
+    if (!this.#started) {
+      this.#started = true;
+      // A byte order mark is an encoding artefact, not part of the first line.
+      if (to >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) from = 3;
+    }
+    this.#state.reserve(to - from);
+    readLines(this.#state, bytes, from, to);
+  }
+}
+
+/**
+ * Reads a whole blocklist. Takes bytes as read from a file or an HTTP body (UTF-8; only
+ * ASCII can form an entry), or a string. Pure: the input is not modified.
  */
 export function parseBlocklist(input: Uint8Array | string, options: ParseOptions = {}): ParseResult {
   const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
-  const state = new ParseState(bytes, options.detailLimit ?? DEFAULT_DETAIL_LIMIT);
+  const parser = new BlocklistParser({ ...options, expectedBytes: bytes.length });
+  parser.push(bytes);
+  return parser.finish();
+}
+
+/**
+ * The hot loop: every line starting in bytes[from, to). Every line ends with a newline
+ * before `to`, or at the end of `bytes` (reading past it yields LF), so no read ever
+ * runs into the next piece.
+ */
+function readLines(state: ParseState, bytes: Uint8Array, from: number, to: number): void {
+  state.bytes = bytes;
   const { v4Addresses, v4Lengths } = state;
-  const n = bytes.length;
-  let v4Count = 0;
-  let line = 0;
-  // A byte order mark is an encoding artefact, not part of the first line.
-  let i = n >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  while (i < n) {
+  let v4Count = state.v4Count;
+  let line = state.line;
+  let i = from;
+  while (i < to) {
     line++;
-    // Fast path for the shape of nearly every line of a big list: `a.b.c.d` or
-    // `a.b.c.d/len` at the start of the line, then the newline. It accepts only what
-    // `readLine` accepts and leaves everything else to it, every refusal included.
-    // Reading past the end yields LF: the last line needs no newline.
-    fast: {
-      let p = i;
-      let address = 0;
-      let d = (bytes[p] ?? LF) - D0;
-      for (let part = 0; ; part++) {
-        if (d < 0 || d > 9) break fast;
-        let octet = d;
-        d = (bytes[++p] ?? LF) - D0;
-        if (d >= 0 && d <= 9) {
-          if (octet === 0) break fast;
-          octet = octet * 10 + d;
-          d = (bytes[++p] ?? LF) - D0;
-          if (d >= 0 && d <= 9) {
-            octet = octet * 10 + d;
-            if (octet > 255) break fast;
-            d = (bytes[++p] ?? LF) - D0;
-          }
-        }
-        address = address * 256 + octet;
-        if (part === 3) break;
-        if (d !== DOT - D0) break fast;
-        d = (bytes[++p] ?? LF) - D0;
-      }
-      let length = 32;
-      if (d === SLASH - D0) {
-        d = (bytes[++p] ?? LF) - D0;
-        if (d < 0 || d > 9) break fast;
-        length = d;
-        d = (bytes[++p] ?? LF) - D0;
-        if (d >= 0 && d <= 9) {
-          if (length === 0) break fast;
-          length = length * 10 + d;
-          if (length > 32) break fast;
-          d = (bytes[++p] ?? LF) - D0;
-        }
-      }
-      if (d !== LF - D0) break fast;
-      const network = (address & MASK_V4[length]!) >>> 0;
-      if (network !== address) state.normalisedIpv4(line, i, p, network, length);
-      v4Addresses[v4Count] = network;
-      v4Lengths[v4Count] = length;
+    const newline = readPlainIpv4(bytes, i, v4Addresses, v4Lengths, v4Count);
+    if (newline >= 0) {
       v4Count++;
-      i = p + 1;
+      i = newline + 1;
       continue;
     }
     state.v4Count = v4Count;
     i = readLine(state, i, line);
     v4Count = state.v4Count;
   }
+  state.v4Count = v4Count;
+  state.line = line;
+}
 
-  return {
-    entries: {
-      // Views, not copies: the unused tail was never written, so it holds no memory.
-      ipv4: { addresses: v4Addresses.subarray(0, v4Count), lengths: v4Lengths.subarray(0, v4Count) },
-      ipv6: { addresses: state.v6Addresses, lengths: Uint8Array.from(state.v6Lengths) },
-    },
-    counts: {
-      lines: line,
-      blank: state.blank,
-      comments: state.comments,
-      ipv4: v4Count,
-      ipv6: state.v6Addresses.length,
-      malformed: state.malformedCount,
-      normalised: state.normalisedCount,
-    },
-    malformed: state.malformed,
-    normalised: state.normalised,
-  };
+/**
+ * The fast path, for the shape of nearly every line of a big list: `a.b.c.d` or
+ * `a.b.c.d/len` without host bits, at the very start of the line, then the newline.
+ * Writes the address and the length at `at` and returns the index of the newline; or
+ * returns -1 and leaves the line to `readLine`, which decides everything else, every
+ * refusal and every report included. It accepts nothing `readLine` would refuse. Reading
+ * past the end yields LF: the last line needs no newline.
+ */
+function readPlainIpv4(
+  bytes: Uint8Array,
+  i: number,
+  addresses: Uint32Array,
+  lengths: Uint8Array,
+  at: number,
+): number {
+  let p = i;
+  let address = 0;
+  let d = (bytes[p] ?? LF) - D0;
+  for (let part = 0; ; part++) {
+    if (d < 0 || d > 9) return -1;
+    let octet = d;
+    d = (bytes[++p] ?? LF) - D0;
+    if (d >= 0 && d <= 9) {
+      if (octet === 0) return -1;
+      octet = octet * 10 + d;
+      d = (bytes[++p] ?? LF) - D0;
+      if (d >= 0 && d <= 9) {
+        octet = octet * 10 + d;
+        if (octet > 255) return -1;
+        d = (bytes[++p] ?? LF) - D0;
+      }
+    }
+    address = address * 256 + octet;
+    if (part === 3) break;
+    if (d !== DOT - D0) return -1;
+    d = (bytes[++p] ?? LF) - D0;
+  }
+  let length = 32;
+  if (d === SLASH - D0) {
+    d = (bytes[++p] ?? LF) - D0;
+    if (d < 0 || d > 9) return -1;
+    length = d;
+    d = (bytes[++p] ?? LF) - D0;
+    if (d >= 0 && d <= 9) {
+      if (length === 0) return -1;
+      length = length * 10 + d;
+      if (length > 32) return -1;
+      d = (bytes[++p] ?? LF) - D0;
+    }
+  }
+  // Host bits set: a line to report, which the general reader does.
+  if (d !== LF - D0 || (address & MASK_V4[length]!) >>> 0 !== address) return -1;
+  addresses[at] = address;
+  lengths[at] = length;
+  return p;
 }
 
 /**
@@ -339,7 +457,6 @@ export function parseBlocklist(input: Uint8Array | string, options: ParseOptions
  */
 function readLine(state: ParseState, lineStart: number, line: number): number {
   const { bytes } = state;
-  const n = bytes.length;
   let i = lineStart;
   let c = bytes[i] ?? LF;
   while (c === SP || c === TAB || c === CR) c = bytes[++i] ?? LF;
@@ -480,7 +597,11 @@ function readLine(state: ParseState, lineStart: number, line: number): number {
       if (network !== address) {
         state.normalisedCount++;
         if (state.normalised.length < state.detailLimit) {
-          state.normalised.push({ line, text: tokenText(bytes, tokenStart, end), prefix: `${formatIpv6(network)}/${length}` });
+          state.normalised.push({
+            line,
+            text: tokenText(bytes, tokenStart, end),
+            prefix: `${formatIpv6(network)}/${length}`,
+          });
         }
       }
       state.v6Addresses.push(network);
@@ -490,8 +611,7 @@ function readLine(state: ParseState, lineStart: number, line: number): number {
   }
 
   state.refused(line, lineStart, fail, ipv6Message);
-  const end = bytes.indexOf(LF, tokenStart);
-  return end < 0 ? n : end + 1;
+  return endOfLine(bytes, tokenStart) + 1;
 }
 
 /** The index of the newline ending the line that `i` is in, or the input length. */

@@ -35,9 +35,7 @@ export type Prefix =
   | { readonly family: 'ipv4'; readonly address: number; readonly length: number }
   | { readonly family: 'ipv6'; readonly address: bigint; readonly length: number };
 
-export const IPV4_BITS = 32;
-export const IPV6_BITS = 128;
-
+/** No prefixes; shared, which is safe because nothing writes to a list once made. */
 export const EMPTY_PREFIX_LIST: PrefixList = {
   ipv4: { addresses: new Uint32Array(0), lengths: new Uint8Array(0) },
   ipv6: { addresses: [], lengths: new Uint8Array(0) },

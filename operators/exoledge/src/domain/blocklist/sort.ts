@@ -13,43 +13,56 @@ const DIGIT = 1 << 16;
 
 /**
  * The prefixes ordered by address (ties in any order): new arrays, or the input itself
- * when it is sorted already. The input is not modified.
+ * when it is sorted already (many published lists are; nobody writes to these arrays, so
+ * no copy). The input is not modified. Each pass is its own small function: V8 optimises
+ * a small loop sooner, and the second pass runs the code the first one warmed up.
  */
 export function sortIpv4(input: Ipv4Prefixes): Ipv4Prefixes {
   const { addresses, lengths } = input;
   const n = addresses.length;
   const lowCounts = new Uint32Array(DIGIT);
   const highCounts = new Uint32Array(DIGIT);
-  let sorted = true;
-  let previous = 0;
-  for (let i = 0; i < n; i++) {
-    const a = addresses[i]!;
-    lowCounts[a & 0xffff]!++;
-    highCounts[a >>> 16]!++;
-    if (a < previous) sorted = false;
-    previous = a;
-  }
-  // Many published lists are sorted already; nobody writes to these arrays, so no copy.
-  if (sorted) return input;
+  if (count(addresses, lowCounts, highCounts)) return input;
   toOffsets(lowCounts);
   toOffsets(highCounts);
   const midAddresses = new Uint32Array(n);
   const midLengths = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
-    const a = addresses[i]!;
-    const at = lowCounts[a & 0xffff]!++;
-    midAddresses[at] = a;
-    midLengths[at] = lengths[i]!;
-  }
+  scatter(addresses, lengths, midAddresses, midLengths, lowCounts, 0);
   const outAddresses = new Uint32Array(n);
   const outLengths = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
-    const a = midAddresses[i]!;
-    const at = highCounts[a >>> 16]!++;
-    outAddresses[at] = a;
-    outLengths[at] = midLengths[i]!;
-  }
+  scatter(midAddresses, midLengths, outAddresses, outLengths, highCounts, 16);
   return { addresses: outAddresses, lengths: outLengths };
+}
+
+/** Counts the digits of every address; returns whether the addresses are sorted already. */
+function count(addresses: Uint32Array, low: Uint32Array, high: Uint32Array): boolean {
+  let sorted = true;
+  let previous = 0;
+  for (let i = 0; i < addresses.length; i++) {
+    const a = addresses[i]!;
+    low[a & 0xffff]!++;
+    high[a >>> 16]!++;
+    if (a < previous) sorted = false;
+    previous = a;
+  }
+  return sorted;
+}
+
+/** One radix pass: moves each entry to the next free slot of its digit (16 bits from `shift`). */
+function scatter(
+  fromAddresses: Uint32Array,
+  fromLengths: Uint8Array,
+  toAddresses: Uint32Array,
+  toLengths: Uint8Array,
+  offsets: Uint32Array,
+  shift: number,
+): void {
+  for (let i = 0; i < fromAddresses.length; i++) {
+    const a = fromAddresses[i]!;
+    const at = offsets[(a >>> shift) & 0xffff]!++;
+    toAddresses[at] = a;
+    toLengths[at] = fromLengths[i]!;
+  }
 }
 
 /** Turns bucket counts into each bucket's first index. */

@@ -1,0 +1,89 @@
+/**
+ * Canonical text: what the CLI prints, the shards hold and the fingerprint hashes. IPv4
+ * always with its length; IPv6 as RFC 5952 section 4 writes it.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { canonicalStrings, canonicalText, formatIpv6, parseBlocklist, prefixListOf } from '../src/index.ts';
+
+function canonical(text: string): string[] {
+  return canonicalStrings(parseBlocklist(text).entries);
+}
+
+/** Groups with many zeros, so that zero runs of every length and position occur. */
+const groups = fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), {
+  minLength: 8,
+  maxLength: 8,
+});
+
+function addressOf(gs: readonly number[]): bigint {
+  return gs.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
+}
+
+describe('format: RFC 5952', () => {
+  it('writes the examples of RFC 5952 as the RFC does', () => {
+    const cases: [string, string][] = [
+      ['2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1'],
+      ['2001:DB8::1', '2001:db8::1'],
+      ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
+      ['2001:db8:0:1:1:1:1:1', '2001:db8:0:1:1:1:1:1'],
+      ['2001:0:0:1:0:0:0:1', '2001:0:0:1::1'],
+      ['0:0:0:0:0:0:0:0', '::'],
+      ['0:0:0:0:0:0:0:1', '::1'],
+      ['1:0:0:0:0:0:0:0', '1::'],
+      ['::ffff:192.0.2.1', '::ffff:c000:201'],
+    ];
+    for (const [input, text] of cases) assert.deepEqual(canonical(input), [`${text}/128`], input);
+  });
+
+  it('is lower case, without leading zeros, compressing the first longest run of two or more zero groups', () => {
+    fc.assert(
+      fc.property(groups, (gs) => {
+        const text = formatIpv6(addressOf(gs));
+        // The run to compress, found the plain way.
+        let best: [number, number] | undefined;
+        for (let i = 0; i < 8; i++) {
+          let j = i;
+          while (j < 8 && gs[j] === 0) j++;
+          if (j - i >= 2 && (best === undefined || j - i > best[1] - best[0])) best = [i, j];
+        }
+        const hex = gs.map((g) => g.toString(16));
+        const want =
+          best === undefined
+            ? hex.join(':')
+            : `${hex.slice(0, best[0]).join(':')}::${hex.slice(best[1]).join(':')}`;
+        assert.equal(text, want);
+        assert.deepEqual(canonical(text), [`${text}/128`]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('format: lists', () => {
+  it('always writes the prefix length, even for lone addresses', () => {
+    assert.deepEqual(canonical('1.2.3.4\n::1\n'), ['1.2.3.4/32', '::1/128']);
+  });
+
+  it('canonical text is the canonical strings, one per line, each ended by a newline', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 32 }))),
+        groups,
+        (v4, gs) => {
+          const list = prefixListOf([
+            ...v4.map(([a, l]) => ({
+              family: 'ipv4' as const,
+              address: l === 0 ? 0 : (a >>> (32 - l)) * 2 ** (32 - l),
+              length: l,
+            })),
+            { family: 'ipv6', address: addressOf(gs), length: 128 },
+          ]);
+          const strings = canonicalStrings(list);
+          assert.equal(canonicalText(list).toString('latin1'), strings.map((s) => `${s}\n`).join(''));
+        },
+      ),
+    );
+  });
+});
