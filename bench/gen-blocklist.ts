@@ -264,7 +264,8 @@ function generateIpv6(path: string, lines: number, r: () => number): ListMeta {
         out.write(`${ipv6(g, r)}/64\n`);
       }
     } else if (p < 0.86) {
-      out.write(`${ipv6([...site(), 0, 0, 0, 0, 0], r)}/48\n`);
+      // Whole networks blocked elsewhere than the busy sites, which would swallow them.
+      out.write(`${ipv6([0x2000 + Math.floor(r() * 0x1000), rand16(), rand16(), 0, 0, 0, 0, 0], r)}/48\n`);
     } else if (p < 0.89) {
       // Host bits set in a prefix.
       out.write(`${ipv6([...site(), rand16(), rand16(), 0, 0, 1], r)}/56\n`);

@@ -50,7 +50,7 @@ class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** Where the output goes; the tests and the bin pass the process streams. */
+/** The streams a run uses: the bin passes the process's own. */
 export interface Io {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream;
@@ -154,7 +154,7 @@ function describeDrops(groups: readonly DropGroup[]): string {
 }
 
 /** The summary printed on standard error: what was read, refused, fixed, merged and dropped. */
-export function summarise(
+function summarise(
   source: string,
   command: AggregateCommand,
   result: AggregateResult,

@@ -9,6 +9,7 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
+  BlocklistParser,
   canonicalStrings,
   formatIpv4,
   formatIpv6,
@@ -212,6 +213,8 @@ const malformed: fc.Arbitrary<{ text: string; reason: MalformedReason }> = fc.on
     { text: '1:2:3:4:5:6:7:8:9', reason: MalformedReason.Ipv6Syntax },
     { text: '1:2:3:4:5:6:7', reason: MalformedReason.Ipv6Syntax },
     { text: '1:2:3:4:5:6:7::8', reason: MalformedReason.Ipv6Syntax },
+    { text: '1:2:3:4:5:6:7:1.2.3.4', reason: MalformedReason.Ipv6Syntax },
+    { text: '::1:2:3:4:5:6:1.2.3.4', reason: MalformedReason.Ipv6Syntax },
     { text: '12345::1', reason: MalformedReason.Ipv6Syntax },
     { text: '2001:db8:', reason: MalformedReason.Ipv6Syntax },
     { text: ':1::', reason: MalformedReason.Ipv6Syntax },
@@ -369,6 +372,12 @@ describe('parse: the seed rules, by example', () => {
     assert.equal(r.counts.malformed, 0);
   });
 
+  it('reads a byte order mark as nothing, even alone', () => {
+    assert.deepEqual(parseBlocklist('\ufeff').counts, parseBlocklist('').counts);
+    assert.equal(parseBlocklist('\ufeff\n').counts.blank, 1);
+    assert.equal(parseBlocklist('\ufeff\ufeff1.2.3.4').counts.malformed, 1);
+  });
+
   it('normalises host bits in a prefix and reports each with its line', () => {
     const r = parseBlocklist('10.0.0.0/8\n1.2.3.77/24\n2001:db8::1/32\n');
     assert.deepEqual(entries(r), ['10.0.0.0/8', '1.2.3.0/24', '2001:db8::/32']);
@@ -417,5 +426,52 @@ describe('parse: the seed rules, by example', () => {
   it('cuts very long malformed lines in the report', () => {
     const r = parseBlocklist('x'.repeat(10_000));
     assert.ok((r.malformed[0]?.text.length ?? 0) <= 121);
+  });
+});
+
+describe('parse: piece by piece', () => {
+  const line = fc.oneof(
+    fc.oneof(ipv4Entry, ipv6Entry).map((e) => e.text),
+    malformed.map((m) => m.text),
+    fc.constantFrom('', '  ', '# comment', '; note', '1.2.3.77/24 # host bits'),
+  );
+  const text = fc
+    .tuple(fc.boolean(), fc.array(fc.tuple(line, eol), { maxLength: 12 }), fc.boolean())
+    .map(([bom, lines, finalNewline]) => {
+      const body = lines.map(([l, end]) => l + end).join('');
+      return (bom ? '\ufeff' : '') + (finalNewline ? body : body.replace(/\r?\n$/, ''));
+    });
+
+  it('gives the same result however the input is cut, even through a reused buffer', () => {
+    fc.assert(
+      fc.property(text, fc.array(fc.nat(), { maxLength: 6 }), (input, cuts) => {
+        const whole = Buffer.from(input, 'utf8');
+        const at = [...new Set(cuts.map((c) => c % (whole.length + 1)))].sort((a, b) => a - b);
+        const parser = new BlocklistParser();
+        const scratch = Buffer.alloc(whole.length);
+        let from = 0;
+        for (const to of [...at, whole.length]) {
+          // The caller reuses its buffer: what was pushed must have been copied if kept.
+          whole.copy(scratch, 0, from, to);
+          parser.push(scratch.subarray(0, to - from));
+          scratch.fill(0x41);
+          from = to;
+        }
+        const pieces = parser.finish();
+        const once = parseBlocklist(whole);
+        assert.deepEqual(entries(pieces), entries(once));
+        assert.deepEqual(pieces.counts, once.counts);
+        assert.deepEqual(pieces.malformed, once.malformed);
+        assert.deepEqual(pieces.normalised, once.normalised);
+      }),
+      RUNS,
+    );
+  });
+
+  it('refuses to be used after finish', () => {
+    const parser = new BlocklistParser();
+    parser.push(Buffer.from('1.2.3.4\n'));
+    parser.finish();
+    assert.throws(() => parser.push(Buffer.from('5.6.7.8\n')), /after finish/);
   });
 });

@@ -13,7 +13,9 @@
  *
  * Speed: three million lines are read from the bytes as they are, with no string per
  * line, no regular expression and no object per entry; IPv4 entries go straight into
- * typed arrays. Only IPv6 entries (a bigint each) and reported lines allocate.
+ * typed arrays, plain `a.b.c.d` lines through a fast path. Only IPv6 entries (a bigint
+ * each) and reported lines allocate. `BlocklistParser` takes the input piece by piece,
+ * so that nobody needs to hold a whole list in memory to read it.
  */
 import { formatIpv4, MASK_V4 } from './ipv4.ts';
 import { formatIpv6, ipv6FromGroups, ipv6Network, readIpv6Groups } from './ipv6.ts';
@@ -268,14 +270,19 @@ function ipv4Bound(bytes: number): number {
 // it into a context object and slow every read.
 
 function lineText(bytes: Uint8Array, from: number): string {
-  const end = endOfLine(bytes, from);
+  // Enough bytes for the characters shown (four at most each, and some blanks to trim):
+  // a garbage line may be megabytes long.
+  const end = Math.min(endOfLine(bytes, from), from + MAX_REPORTED_TEXT * 4 + 64);
   const text = Buffer.from(bytes.buffer, bytes.byteOffset + from, end - from)
     .toString('utf8')
     .trim();
   return text.length > MAX_REPORTED_TEXT ? text.slice(0, MAX_REPORTED_TEXT) + '…' : text;
 }
 
-const NO_BYTES = new Uint8Array(0);
+/** A copy, where `Buffer#slice` would give a view into a buffer its owner may reuse. */
+function copyOf(bytes: Uint8Array): Uint8Array {
+  return Uint8Array.prototype.slice.call(bytes);
+}
 
 /**
  * Reads a blocklist piece by piece as it arrives (file reads, HTTP body chunks), so that
@@ -284,8 +291,12 @@ const NO_BYTES = new Uint8Array(0);
  */
 export class BlocklistParser {
   readonly #state: ParseState;
-  /** The start of a line whose end has not arrived yet: a copy, since pieces are not kept. */
-  #carry: Uint8Array = NO_BYTES;
+  /**
+   * The start of a line whose end has not arrived yet, in copied pieces (pieces are not
+   * kept), joined once when the end arrives: joining at every piece would make one long
+   * line cost quadratic time.
+   */
+  #carry: Uint8Array[] = [];
   #started = false;
   #finished = false;
 
@@ -300,23 +311,27 @@ export class BlocklistParser {
     if (this.#carry.length > 0) {
       const newline = bytes.indexOf(LF);
       if (newline < 0) {
-        this.#carry = Buffer.concat([this.#carry, bytes]);
+        this.#carry.push(copyOf(bytes));
         return;
       }
-      const line = Buffer.concat([this.#carry, bytes.subarray(0, newline + 1)]);
-      this.#carry = NO_BYTES;
+      const line = Buffer.concat([...this.#carry, bytes.subarray(0, newline + 1)]);
+      this.#carry = [];
       this.#read(line, line.length);
       bytes = bytes.subarray(newline + 1);
     }
     const last = bytes.lastIndexOf(LF);
-    if (last + 1 < bytes.length) this.#carry = bytes.slice(last + 1);
     if (last >= 0) this.#read(bytes, last + 1);
+    if (last + 1 < bytes.length) this.#carry.push(copyOf(bytes.subarray(last + 1)));
   }
 
   finish(): ParseResult {
     if (this.#finished) throw new Error('BlocklistParser: finish twice');
     // The last line may have no newline: read on its own, its end reads as one.
-    if (this.#carry.length > 0) this.#read(this.#carry, this.#carry.length);
+    if (this.#carry.length > 0) {
+      const line = Buffer.concat(this.#carry);
+      this.#carry = [];
+      this.#read(line, line.length);
+    }
     this.#finished = true;
     const state = this.#state;
     return {
