@@ -11,11 +11,16 @@ function canonical(text: string): string[] {
   return canonicalStrings(parseBlocklist(text).entries);
 }
 
-/** Groups with many zeros, so that zero runs of every length and position occur. */
-const groups = fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), {
-  minLength: 8,
-  maxLength: 8,
-});
+/** Groups with many zeros, so that zero runs of every length and position occur, and every digit count. */
+const groups = fc.array(
+  fc.oneof(
+    fc.constant(0),
+    fc.constant(0),
+    fc.constantFrom(0x1, 0xf, 0x10, 0xff, 0x100, 0xfff, 0x1000, 0xffff),
+    fc.integer({ min: 0, max: 0xffff }),
+  ),
+  { minLength: 8, maxLength: 8 },
+);
 
 function addressOf(gs: readonly number[]): bigint {
   return gs.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
@@ -70,15 +75,19 @@ describe('format: lists', () => {
     fc.assert(
       fc.property(
         fc.array(fc.tuple(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 32 }))),
-        groups,
-        (v4, gs) => {
+        fc.array(fc.tuple(groups, fc.integer({ min: 0, max: 128 })), { maxLength: 4 }),
+        (v4, v6) => {
           const list = prefixListOf([
             ...v4.map(([a, l]) => ({
               family: 'ipv4' as const,
               address: l === 0 ? 0 : (a >>> (32 - l)) * 2 ** (32 - l),
               length: l,
             })),
-            { family: 'ipv6', address: addressOf(gs), length: 128 },
+            ...v6.map(([gs, l]) => ({
+              family: 'ipv6' as const,
+              address: (addressOf(gs) >> BigInt(128 - l)) << BigInt(128 - l),
+              length: l,
+            })),
           ]);
           const strings = canonicalStrings(list);
           assert.equal(canonicalText(list).toString('latin1'), strings.map((s) => `${s}\n`).join(''));

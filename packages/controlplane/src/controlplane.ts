@@ -202,6 +202,24 @@ export class ControlPlane {
     });
   }
 
+  /**
+   * A second kube-apiserver on the same etcd and certificates, on its own port: writes
+   * through it happen while the first is down, as in a rolling apiserver upgrade.
+   * Returns its kubeconfig and a stop function.
+   */
+  async startExtraApiserver(): Promise<{ url: string; kubeconfig: string; stop: () => Promise<void> }> {
+    const port = await freePort();
+    const proc = new Supervised({
+      name: 'kube-apiserver (extra)',
+      command: this.binaries.kubeApiserver,
+      args: [...this.apiserverArgs.filter((a) => !a.startsWith('--secure-port=')), `--secure-port=${port}`],
+      logFile: join(this.dir, `kube-apiserver-${port}.log`),
+    });
+    const url = `https://127.0.0.1:${port}`;
+    await this.waitFor(proc, async () => (await this.adminGet('/readyz', url)).status === 200);
+    return { url, kubeconfig: this.kubeconfig(url), stop: () => proc.stop() };
+  }
+
   /** Stops kube-apiserver only; etcd keeps the data. */
   async stopApiserver(): Promise<void> {
     await this.apiserver?.stop();
@@ -242,7 +260,7 @@ export class ControlPlane {
   }
 
   /** Kubeconfig with everything inline, so it can be copied anywhere. */
-  kubeconfig(): string {
+  kubeconfig(server: string = this.url): string {
     const b64 = (s: string): string => Buffer.from(s).toString('base64');
     return [
       'apiVersion: v1',
@@ -250,7 +268,7 @@ export class ControlPlane {
       'clusters:',
       '- name: kube-operators-ts',
       '  cluster:',
-      `    server: ${this.url}`,
+      `    server: ${server}`,
       `    certificate-authority-data: ${b64(this.pki.ca.cert)}`,
       'users:',
       '- name: admin',
@@ -301,10 +319,10 @@ export class ControlPlane {
     }
   }
 
-  private adminGet(path: string): Promise<{ status: number; body: string }> {
+  private adminGet(path: string, server: string = this.url): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
       const req = httpsRequest(
-        `${this.url}${path}`,
+        `${server}${path}`,
         { ca: this.pki.ca.cert, cert: this.pki.admin.cert, key: this.pki.admin.key, timeout: 5_000 },
         (res) => {
           let body = '';

@@ -18,7 +18,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { KubeClient } from './client/client.ts';
-import { type GroupVersionKind, type KubeObject, type ObjectKey, objectKey, parseApiVersion, splitKey } from './client/types.ts';
+import {
+  type GroupVersionKind,
+  type KubeObject,
+  type ObjectKey,
+  objectKey,
+  parseApiVersion,
+  splitKey,
+} from './client/types.ts';
 import type { Clock } from './clock.ts';
 import { realClock } from './clock.ts';
 import type { InformerCache, InformerOptions } from './informer-cache.ts';
@@ -47,7 +54,10 @@ export interface ReconcileContext {
   readonly signal: AbortSignal;
 }
 
-export type Reconciler = (req: ReconcileRequest, ctx: ReconcileContext) => Promise<ReconcileResult | undefined | void>;
+export type Reconciler = (
+  req: ReconcileRequest,
+  ctx: ReconcileContext,
+) => Promise<ReconcileResult | undefined>;
 
 /**
  * An error retrying cannot fix (an invalid spec, a reference to something forbidden).
@@ -71,7 +81,8 @@ export const generationChanged: Predicate = (d) =>
 
 /** Changes pass only for objects whose labels include all of `labels` (before or after the change). */
 export function hasLabels(labels: Readonly<Record<string, string>>): Predicate {
-  const match = (o: KubeObject): boolean => Object.entries(labels).every(([k, v]) => o.metadata.labels?.[k] === v);
+  const match = (o: KubeObject): boolean =>
+    Object.entries(labels).every(([k, v]) => o.metadata.labels?.[k] === v);
   return (d) => match(d.object) || (d.type === 'updated' && match(d.old));
 }
 
@@ -107,8 +118,11 @@ export class ControllerBuilder {
   private readonly name: string;
   private readonly deps: ControllerDeps;
   private primary: { gvk: GroupVersionKind; opts: ForOptions } | undefined;
-  private readonly secondary: { gvk: GroupVersionKind; opts: ForOptions; map?: (obj: KubeObject) => readonly ObjectKey[] }[] =
-    [];
+  private readonly secondary: {
+    gvk: GroupVersionKind;
+    opts: ForOptions;
+    map?: (obj: KubeObject) => readonly ObjectKey[];
+  }[] = [];
   private concurrency = 1;
   private resyncMs: number | undefined;
   private onBuilt: ((c: Controller) => void) | undefined;
@@ -132,7 +146,11 @@ export class ControllerBuilder {
   }
 
   /** Any kind, mapped to primary keys by `map` (a Secret → the CRs that reference it). */
-  watches<T extends KubeObject>(gvk: GroupVersionKind, map: (obj: T) => readonly ObjectKey[], opts: ForOptions = {}): this {
+  watches<T extends KubeObject>(
+    gvk: GroupVersionKind,
+    map: (obj: T) => readonly ObjectKey[],
+    opts: ForOptions = {},
+  ): this {
     this.secondary.push({ gvk, opts, map: map as (obj: KubeObject) => readonly ObjectKey[] });
     return this;
   }
@@ -151,7 +169,15 @@ export class ControllerBuilder {
 
   reconcile(fn: Reconciler): Controller {
     if (!this.primary) throw new Error(`controller ${this.name}: call for(kind) before reconcile()`);
-    const c = new Controller(this.name, this.deps, this.primary, this.secondary, fn, this.concurrency, this.resyncMs);
+    const c = new Controller(
+      this.name,
+      this.deps,
+      this.primary,
+      this.secondary,
+      fn,
+      this.concurrency,
+      this.resyncMs,
+    );
     this.onBuilt?.(c);
     return c;
   }
@@ -184,7 +210,11 @@ export class Controller {
     name: string,
     deps: ControllerDeps,
     primary: { gvk: GroupVersionKind; opts: ForOptions },
-    secondary: readonly { gvk: GroupVersionKind; opts: ForOptions; map?: (obj: KubeObject) => readonly ObjectKey[] }[],
+    secondary: readonly {
+      gvk: GroupVersionKind;
+      opts: ForOptions;
+      map?: (obj: KubeObject) => readonly ObjectKey[];
+    }[],
     reconciler: Reconciler,
     concurrency: number,
     resyncMs: number | undefined,
@@ -198,13 +228,18 @@ export class Controller {
     this.clock = deps.clock ?? realClock;
     this.queue = new Workqueue({ name, registry: deps.registry, clock: deps.clock });
     this.metrics = {
-      total: sharedCounter(deps.registry, 'controller_runtime_reconcile_total', 'Reconciles per controller and result.', [
-        'controller',
-        'result',
-      ]),
-      errors: sharedCounter(deps.registry, 'controller_runtime_reconcile_errors_total', 'Reconciles that failed.', [
-        'controller',
-      ]),
+      total: sharedCounter(
+        deps.registry,
+        'controller_runtime_reconcile_total',
+        'Reconciles per controller and result.',
+        ['controller', 'result'],
+      ),
+      errors: sharedCounter(
+        deps.registry,
+        'controller_runtime_reconcile_errors_total',
+        'Reconciles that failed.',
+        ['controller'],
+      ),
       terminal: sharedCounter(
         deps.registry,
         'controller_runtime_terminal_reconcile_errors_total',
@@ -223,7 +258,12 @@ export class Controller {
     this.metrics.errors.labels(name).inc(0);
 
     this.primary = deps.cache.informer(primary.gvk, primary.opts);
-    this.sources.push({ gvk: primary.gvk, opts: primary.opts, toKeys: (o) => [objectKey(o)], predicates: primary.opts.predicates ?? [] });
+    this.sources.push({
+      gvk: primary.gvk,
+      opts: primary.opts,
+      toKeys: (o) => [objectKey(o)],
+      predicates: primary.opts.predicates ?? [],
+    });
     for (const s of secondary) {
       this.sources.push({
         gvk: s.gvk,
@@ -233,7 +273,8 @@ export class Controller {
       });
     }
     for (const s of this.sources) {
-      const informer = s.gvk === primary.gvk && s.opts === primary.opts ? this.primary : deps.cache.informer(s.gvk, s.opts);
+      const informer =
+        s.gvk === primary.gvk && s.opts === primary.opts ? this.primary : deps.cache.informer(s.gvk, s.opts);
       informer.onDelta((d) => this.enqueueFor(s, d));
     }
   }
@@ -246,10 +287,11 @@ export class Controller {
   /** Starts the workers and the resync timer. Call after the caches have synced. */
   startWorkers(): void {
     if (this.workers) return;
-    this.workers = runWorkers(this.queue, this.concurrency, (key) => this.handle(key));
     // Everything in the cache is reconciled once at start: departures and drift that
-    // happened while no controller ran are found here.
+    // happened while no controller ran are found here. Queued before the workers
+    // start, so that each key is deduplicated against the sync's own events.
     for (const key of this.primary.store.keys()) this.queue.add(key);
+    this.workers = runWorkers(this.queue, this.concurrency, (key) => this.handle(key));
     this.scheduleResync();
   }
 
@@ -286,9 +328,18 @@ export class Controller {
     const { group } = parseApiVersion(this.primaryGvk.apiVersion);
     const out: ObjectKey[] = [];
     for (const ref of obj.metadata.ownerReferences ?? []) {
-      if (!ref.controller || ref.kind !== this.primaryGvk.kind || parseApiVersion(ref.apiVersion).group !== group) continue;
+      if (
+        !ref.controller ||
+        ref.kind !== this.primaryGvk.kind ||
+        parseApiVersion(ref.apiVersion).group !== group
+      )
+        continue;
       // A namespaced owner lives in its dependent's namespace; a cluster-scoped one has no namespace.
-      out.push(this.primaryNamespaced === false || !obj.metadata.namespace ? ref.name : `${obj.metadata.namespace}/${ref.name}`);
+      out.push(
+        this.primaryNamespaced === false || !obj.metadata.namespace
+          ? ref.name
+          : `${obj.metadata.namespace}/${ref.name}`,
+      );
     }
     return out;
   }
@@ -300,7 +351,10 @@ export class Controller {
     const { namespace, name } = splitKey(key);
     let outcome: ReconcileOutcome;
     try {
-      const result = await this.reconciler({ key, namespace, name }, { log, reconcileId, signal: this.abort.signal });
+      const result = await this.reconciler(
+        { key, namespace, name },
+        { log, reconcileId, signal: this.abort.signal },
+      );
       this.queue.forget(key);
       if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
         this.queue.addAfter(key, result.requeueAfterMs);

@@ -1,3 +1,4 @@
+export { Backoff, type BackoffOptions } from './backoff.ts';
 export {
   type ApplyOptions,
   type DeleteOptions,
@@ -41,7 +42,6 @@ export {
   splitKey,
 } from './client/types.ts';
 export { METADATA_ACCEPT, type WatchEvent, type WatchOptions, watch } from './client/watch.ts';
-export { Backoff, type BackoffOptions } from './backoff.ts';
 export { type Clock, FakeClock, realClock, sleep, type TimerHandle } from './clock.ts';
 export {
   type Condition,
@@ -63,25 +63,43 @@ export {
   type Predicate,
   type ReconcileContext,
   ReconcileOutcome,
-  type Reconciler,
   type ReconcileRequest,
   type ReconcileResult,
+  type Reconciler,
   TerminalError,
 } from './controller.ts';
 export { DriftReason, type DriftResult, drift, hasDrifted } from './drift.ts';
-export { type EventInput, type EventObject, EventRecorder, type EventRecorderOptions, EventType } from './events.ts';
+export {
+  type EventInput,
+  type EventObject,
+  EventRecorder,
+  type EventRecorderOptions,
+  EventType,
+} from './events.ts';
 export {
   addFinalizer,
-  finalizer,
-  finalizerLifecycle,
   type FinalizerOutcome,
   type FinalizerStep,
+  finalizer,
+  finalizerLifecycle,
   removeFinalizer,
 } from './finalizers.ts';
 export { InformerCache, type InformerOptions } from './informer-cache.ts';
-export { LeaderElector, type LeaderElectionOptions } from './leader-election.ts';
+export { type LeaderElectionOptions, LeaderElector } from './leader-election.ts';
 export { Manager, type ManagerExit, type ManagerOptions } from './manager.ts';
-export { claimController, controllerOf, controllerReference, isControlledBy, isOwnedBy, ownerReference } from './owner-references.ts';
-export { Reflector, type ReflectorHandler, type ReflectorHealth, type ReflectorOptions } from './reflector.ts';
+export {
+  claimController,
+  controllerOf,
+  controllerReference,
+  isControlledBy,
+  isOwnedBy,
+  ownerReference,
+} from './owner-references.ts';
+export {
+  Reflector,
+  type ReflectorHandler,
+  type ReflectorHealth,
+  type ReflectorOptions,
+} from './reflector.ts';
 export { BY_NAMESPACE, BY_OWNER_UID, type IndexFunction, Store, type StoreDelta } from './store.ts';
 export { runWorkers, Workqueue, type WorkqueueOptions } from './workqueue.ts';

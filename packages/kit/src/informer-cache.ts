@@ -33,8 +33,18 @@ export class InformerCache {
   }
 
   /** The shared reflector for `gvk` watched as `opts`, created on first use. */
-  informer<T extends KubeObject = KubeObject>(gvk: GroupVersionKind, opts: InformerOptions = {}): Reflector<T> {
-    const id = JSON.stringify([gvk.apiVersion, gvk.kind, opts.namespace ?? '', opts.labelSelector ?? '', opts.fieldSelector ?? '', !!opts.metadataOnly]);
+  informer<T extends KubeObject = KubeObject>(
+    gvk: GroupVersionKind,
+    opts: InformerOptions = {},
+  ): Reflector<T> {
+    const id = JSON.stringify([
+      gvk.apiVersion,
+      gvk.kind,
+      opts.namespace ?? '',
+      opts.labelSelector ?? '',
+      opts.fieldSelector ?? '',
+      !!opts.metadataOnly,
+    ]);
     let r = this.reflectors.get(id);
     if (!r) {
       r = new Reflector<KubeObject>({
@@ -65,7 +75,9 @@ export class InformerCache {
     }
     await Promise.race([
       all,
-      new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+      new Promise((_, reject) =>
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+      ),
     ]);
   }
 

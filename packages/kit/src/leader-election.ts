@@ -121,7 +121,12 @@ export class LeaderElector {
     try {
       await this.client.replace<Lease>({
         ...lease,
-        spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(this.clock.now()) },
+        spec: {
+          ...lease.spec,
+          holderIdentity: null,
+          leaseDurationSeconds: 1,
+          renewTime: microTime(this.clock.now()),
+        },
       });
       this.log.info('released the lease');
     } catch (err) {
@@ -139,7 +144,13 @@ export class LeaderElector {
         const created = await this.client.create<Lease>({
           ...LEASE,
           metadata: { name: this.opts.name, namespace: this.opts.namespace },
-          spec: { holderIdentity: this.identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowTime, renewTime: nowTime, leaseTransitions: 0 },
+          spec: {
+            holderIdentity: this.identity,
+            leaseDurationSeconds: leaseSeconds,
+            acquireTime: nowTime,
+            renewTime: nowTime,
+            leaseTransitions: 0,
+          },
         });
         this.observed = { lease: created, at: now };
         return true;

@@ -17,7 +17,7 @@
  * does, and be restarted as a candidate, rather than risk acting beside a new leader.
  */
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { type Logger, pino } from 'pino';
 import { collectDefaultMetrics, type Gauge, Registry } from 'prom-client';
@@ -35,7 +35,14 @@ export interface ManagerOptions {
   readonly name: string;
   readonly client: KubeClient;
   /** Lease-based leader election; off when omitted (one replica, or tests). */
-  readonly leaderElection?: { readonly namespace: string; readonly name?: string; readonly identity?: string; readonly leaseDurationMs?: number; readonly renewDeadlineMs?: number; readonly retryPeriodMs?: number };
+  readonly leaderElection?: {
+    readonly namespace: string;
+    readonly name?: string;
+    readonly identity?: string;
+    readonly leaseDurationMs?: number;
+    readonly renewDeadlineMs?: number;
+    readonly retryPeriodMs?: number;
+  };
   /** The health and metrics endpoint; port 0 picks a free one; omitted: no endpoint. */
   readonly endpoint?: { readonly port: number; readonly host?: string };
   readonly logger?: Logger;
@@ -85,7 +92,12 @@ export class Manager {
       logger: this.log,
       clock: opts.clock,
     });
-    this.leaderGauge = sharedGauge(this.registry, 'leader_election_master_status', '1 while this process leads, else 0.', ['name']);
+    this.leaderGauge = sharedGauge(
+      this.registry,
+      'leader_election_master_status',
+      '1 while this process leads, else 0.',
+      ['name'],
+    );
     this.leaderGauge.labels(opts.name).set(opts.leaderElection ? 0 : 1);
     if (opts.leaderElection) {
       this.elector = new LeaderElector(
@@ -111,7 +123,13 @@ export class Manager {
   controller(name: string): ControllerBuilder {
     return new ControllerBuilder(
       name,
-      { client: this.client, cache: this.cache, log: this.log, registry: this.registry, clock: this.opts.clock },
+      {
+        client: this.client,
+        cache: this.cache,
+        log: this.log,
+        registry: this.registry,
+        clock: this.opts.clock,
+      },
       (c) => this.controllers.push(c),
     );
   }
@@ -167,7 +185,8 @@ export class Manager {
     this.stopping ??= (async () => {
       this.lifetime.abort(new Error(exit));
       const stragglers = (await Promise.all(this.controllers.map((c) => c.stop(drainMs)))).flat();
-      if (stragglers.length) this.log.warn({ keys: stragglers }, 'reconciles still running at the shutdown deadline');
+      if (stragglers.length)
+        this.log.warn({ keys: stragglers }, 'reconciles still running at the shutdown deadline');
       if (exit === 'Stopped') await this.elector?.release();
       this.leaderGauge.labels(this.name).set(0);
       await this.recorder.close();
@@ -216,7 +235,9 @@ export class Manager {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     } else if (path === '/readyz') {
       const { ready, detail } = this.readiness();
-      res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ok\n' : `${detail.join('\n')}\n`);
+      res
+        .writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(ready ? 'ok\n' : `${detail.join('\n')}\n`);
     } else if (path === '/metrics') {
       res.writeHead(200, { 'content-type': this.registry.contentType }).end(await this.registry.metrics());
     } else {

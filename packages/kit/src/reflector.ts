@@ -22,13 +22,13 @@
  * pass `keepManagedFields` to keep it.
  */
 import type { Logger } from 'pino';
-import { withGvk } from './client/client.ts';
+import { Backoff } from './backoff.ts';
 import type { KubeClient } from './client/client.ts';
+import { withGvk } from './client/client.ts';
 import { resourcePath } from './client/discovery.ts';
 import { ApiErrorReason, isApiError } from './client/errors.ts';
 import type { GroupVersionKind, KubeObject, ResourceInfo } from './client/types.ts';
 import { METADATA_ACCEPT, watch } from './client/watch.ts';
-import { Backoff } from './backoff.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { Store, type StoreDelta } from './store.ts';
 
@@ -132,7 +132,8 @@ export class Reflector<T extends KubeObject = KubeObject> {
     const now = this.clock.now();
     const staleAfter = this.opts.staleAfterMs ?? 60_000;
     const synced = this.store.hasSynced();
-    const unhealthyFor = this.connected || this.disconnectedSince === undefined ? 0 : now - this.disconnectedSince;
+    const unhealthyFor =
+      this.connected || this.disconnectedSince === undefined ? 0 : now - this.disconnectedSince;
     const idle = this.connected && now - this.lastActivityAt > (this.opts.idleTimeoutMs ?? 150_000);
     return {
       name: this.name,
@@ -194,7 +195,10 @@ export class Reflector<T extends KubeObject = KubeObject> {
         }
         const retryAfterMs = isApiError(err) && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : 0;
         const delay = Math.max(retryAfterMs, this.backoff.next());
-        log.warn({ reflector: this.name, err: this.lastError, retryInMs: delay }, 'watch failed: reconnecting');
+        log.warn(
+          { reflector: this.name, err: this.lastError, retryInMs: delay },
+          'watch failed: reconnecting',
+        );
         try {
           await sleep(this.clock, delay, this.signal);
         } catch {
@@ -236,7 +240,10 @@ export class Reflector<T extends KubeObject = KubeObject> {
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await this.opts.client.transport.request<{ metadata: { resourceVersion?: string; continue?: string }; items: T[] }>({
+      const page = await this.opts.client.transport.request<{
+        metadata: { resourceVersion?: string; continue?: string };
+        items: T[];
+      }>({
         method: 'GET',
         path,
         query: {

@@ -7,6 +7,7 @@
  * Every error is an {@link ApiError} with a reason; nothing here retries: retrying is
  * the workqueue's job, with backoff, so that a failing object never blocks others.
  */
+import { KubeConfig } from '@kubernetes/client-node';
 import { Discovery, resourcePath } from './discovery.ts';
 import { ApiError, ApiErrorReason, isApiError } from './errors.ts';
 import { type Impersonation, Transport } from './transport.ts';
@@ -85,6 +86,13 @@ export class KubeClient {
   /** From a kubeconfig path, `$KUBECONFIG`, `~/.kube/config`, or the pod's service account. */
   static async load(kubeconfigPath?: string): Promise<KubeClient> {
     return new KubeClient(await Transport.load(kubeconfigPath));
+  }
+
+  /** From the text of a kubeconfig (its current context). */
+  static async fromKubeconfigString(text: string): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    kc.loadFromString(text);
+    return new KubeClient(await Transport.fromKubeConfig(kc));
   }
 
   /** A client acting as another user (with groups); shares connections and discovery. */

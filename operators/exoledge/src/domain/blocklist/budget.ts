@@ -77,6 +77,10 @@ function validate(options: BudgetOptions): void {
   }
 }
 
+/**
+ * Applies the rules above to a canonical list. Pure. Options out of range throw a
+ * RangeError: the CLI and the CRD's validation refuse them before they get here.
+ */
 export function budget(merged: PrefixList, options: BudgetOptions = {}): BudgetResult {
   validate(options);
   const v4Max = options.minPrefixLength ?? 32;

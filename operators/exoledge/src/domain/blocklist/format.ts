@@ -5,7 +5,7 @@
  * it is what the CLI prints, what `fingerprint` hashes and what the shards hold.
  */
 import { formatIpv4, MAX_IPV4_LINE, writeIpv4Prefix } from './ipv4.ts';
-import { formatIpv6 } from './ipv6.ts';
+import { formatIpv6, MAX_IPV6_LINE, writeIpv6Prefix } from './ipv6.ts';
 import type { Prefix, PrefixList } from './prefix-list.ts';
 
 export function formatPrefix(prefix: Prefix): string {
@@ -33,18 +33,22 @@ export function canonicalStrings(list: PrefixList): string[] {
 const LF = 0x0a;
 
 /**
- * The canonical text of the list as UTF-8 bytes (ASCII, in fact). IPv4 lines are written
- * byte by byte into one buffer: a million prefixes make a million strings otherwise.
+ * The canonical text of the list as UTF-8 bytes (ASCII, in fact), written byte by byte
+ * into one buffer: a million prefixes make a million strings otherwise.
  */
 export function canonicalText(list: PrefixList): Buffer {
   const { ipv4, ipv6 } = list;
-  const v6Lines = ipv6.addresses.map((a, i) => `${formatIpv6(a)}/${ipv6.lengths[i]}\n`).join('');
-  const out = Buffer.allocUnsafe(ipv4.addresses.length * MAX_IPV4_LINE + Buffer.byteLength(v6Lines));
+  const out = Buffer.allocUnsafe(
+    ipv4.addresses.length * MAX_IPV4_LINE + ipv6.addresses.length * MAX_IPV6_LINE,
+  );
   let pos = 0;
   for (let i = 0; i < ipv4.addresses.length; i++) {
     pos = writeIpv4Prefix(out, pos, ipv4.addresses[i]!, ipv4.lengths[i]!);
     out[pos++] = LF;
   }
-  pos += out.write(v6Lines, pos, 'latin1');
+  for (let i = 0; i < ipv6.addresses.length; i++) {
+    pos = writeIpv6Prefix(out, pos, ipv6.addresses[i]!, ipv6.lengths[i]!);
+    out[pos++] = LF;
+  }
   return out.subarray(0, pos);
 }

@@ -151,36 +151,75 @@ export function ipv6Groups(address: bigint, out: Uint16Array): void {
 
 const scratch = new Uint16Array(8);
 
-/** RFC 5952 text of an IPv6 address. */
-export function formatIpv6(address: bigint): string {
-  ipv6Groups(address, scratch);
-  // The longest run of zero groups, at least two long; the first one on a tie.
+/** Where `::` goes in `groups`: the first longest run of two or more zero groups, or [-1, 1]. */
+function zeroRun(groups: Uint16Array): [start: number, length: number] {
   let best = -1;
-  let bestLen = 1;
+  let bestLength = 1;
   for (let i = 0; i < 8; ) {
-    if (scratch[i] !== 0) {
+    if (groups[i] !== 0) {
       i++;
       continue;
     }
     let j = i + 1;
-    while (j < 8 && scratch[j] === 0) j++;
-    if (j - i > bestLen) {
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLength) {
       best = i;
-      bestLen = j - i;
+      bestLength = j - i;
     }
     i = j;
   }
+  return [best, bestLength];
+}
+
+/** RFC 5952 text of an IPv6 address. */
+export function formatIpv6(address: bigint): string {
+  ipv6Groups(address, scratch);
+  const [best, bestLength] = zeroRun(scratch);
   let text = '';
   for (let i = 0; i < 8; i++) {
     if (i === best) {
       text += '::';
-      i += bestLen - 1;
+      i += bestLength - 1;
       continue;
     }
-    if (i > 0 && i !== best + bestLen) text += ':';
+    if (i > 0 && i !== best + bestLength) text += ':';
     text += scratch[i]!.toString(16);
   }
   return text;
+}
+
+/** The longest canonical IPv6 line: eight groups of four, seven colons, `/128`, newline. */
+export const MAX_IPV6_LINE = 44;
+
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+
+/**
+ * Writes the RFC 5952 text of `address` and `/length` at `pos` in `out` and returns the
+ * position after it: the same text as `formatIpv6`, without building a string per line.
+ */
+export function writeIpv6Prefix(out: Uint8Array, pos: number, address: bigint, length: number): number {
+  ipv6Groups(address, scratch);
+  const [best, bestLength] = zeroRun(scratch);
+  let p = pos;
+  for (let i = 0; i < 8; i++) {
+    if (i === best) {
+      out[p++] = 0x3a;
+      out[p++] = 0x3a;
+      i += bestLength - 1;
+      continue;
+    }
+    if (i > 0 && i !== best + bestLength) out[p++] = 0x3a;
+    const g = scratch[i]!;
+    if (g >= 0x1000) out[p++] = HEX[g >> 12]!;
+    if (g >= 0x100) out[p++] = HEX[(g >> 8) & 15]!;
+    if (g >= 0x10) out[p++] = HEX[(g >> 4) & 15]!;
+    out[p++] = HEX[g & 15]!;
+  }
+  out[p++] = 0x2f;
+  if (length >= 100) out[p++] = 0x31;
+  if (length >= 10) out[p++] = 0x30 + (((length / 10) | 0) % 10);
+  out[p++] = 0x30 + (length % 10);
+  return p;
 }
 
 /** `SHIFT_V6[len]` is 128 - len as a bigint: the host bits of a /len. */

@@ -21,6 +21,7 @@ import { BLOCK_SIZE_V6 } from './ipv6.ts';
 import type { Ipv4Prefixes, Ipv6Prefixes, PrefixList } from './prefix-list.ts';
 import { sortIpv4, sortIpv6 } from './sort.ts';
 
+/** The minimal exact cover of `entries`, each family on its own. Pure: the input is not modified. */
 export function merge(entries: PrefixList): PrefixList {
   return { ipv4: mergeIpv4(entries.ipv4), ipv6: mergeIpv6(entries.ipv6) };
 }
@@ -56,6 +57,7 @@ class Ipv4Builder {
   }
 }
 
+/** `merge` for IPv4 alone. */
 export function mergeIpv4(entries: Ipv4Prefixes): Ipv4Prefixes {
   const sorted = sortIpv4(entries);
   // Merged lists are usually several times shorter than their input.
@@ -111,6 +113,7 @@ function splitIpv4(start: number, end: number, out: Ipv4Builder): void {
   }
 }
 
+/** The trailing zero bits of a nonzero 128-bit value: how large a block may start at it. */
 function trailingZeros128(x: bigint): number {
   let n = 0;
   let v = x;
@@ -122,6 +125,7 @@ function trailingZeros128(x: bigint): number {
   return n + 31 - Math.clz32(low & -low);
 }
 
+/** The same sweep as IPv4, on bigints: IPv6 lists are short, clarity wins over speed. */
 export function mergeIpv6(entries: Ipv6Prefixes): Ipv6Prefixes {
   const { addresses, lengths } = sortIpv6(entries);
   const n = addresses.length;
@@ -131,6 +135,7 @@ export function mergeIpv6(entries: Ipv6Prefixes): Ipv6Prefixes {
     let s = start;
     while (s <= end) {
       let length = s === 0n ? 0 : 128 - trailingZeros128(s);
+      // The largest block no larger than what is left: 2^(bit length - 1) addresses.
       const fit = 128 - (end - s + 1n).toString(2).length + 1;
       if (fit > length) length = fit;
       outAddresses.push(s);
