@@ -68,6 +68,15 @@ export {
   type Reconciler,
   TerminalError,
 } from './controller.ts';
+export {
+  type CrdDefinition,
+  type CrdVersion,
+  crdYaml,
+  customResourceDefinition,
+  type JSONSchemaProps,
+  type PrinterColumn,
+  type ValidationRule,
+} from './crd.ts';
 export { DriftReason, type DriftResult, drift, hasDrifted } from './drift.ts';
 export {
   type EventInput,
