@@ -191,6 +191,7 @@ export class Controller {
   private readonly deps: ControllerDeps;
   private readonly primaryGvk: GroupVersionKind;
   private readonly sources: Source[] = [];
+  private readonly informers: Reflector<KubeObject>[] = [];
   private readonly reconciler: Reconciler;
   private readonly concurrency: number;
   private readonly resyncMs: number | undefined;
@@ -276,7 +277,13 @@ export class Controller {
       const informer =
         s.gvk === primary.gvk && s.opts === primary.opts ? this.primary : deps.cache.informer(s.gvk, s.opts);
       informer.onDelta((d) => this.enqueueFor(s, d));
+      this.informers.push(informer);
     }
+  }
+
+  /** Resolves once every informer this controller reads has stored its first list. */
+  async waitForSync(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.waitForSync()));
   }
 
   /** Resolves the primary kind's scope (owner references need it to build keys). */

@@ -12,6 +12,11 @@
  *     taking keys, in-flight reconciles get `shutdownTimeoutMs` (30 s) to finish, the
  *     lease is released, watches close, the endpoint closes.
  *
+ * Controllers built after `start()` (kinds known only at run time, such as rules read
+ * from a ConfigMap) join the running manager: their informers start, and once those
+ * have synced their workers start too, if this process leads. `running(c)` resolves
+ * then; `removeController(c)` stops one (its informers stay shared in the cache).
+ *
  * Losing the lease (no renewal within 10 s) stops the workers at once and makes
  * `done` resolve with 'LeadershipLost': a process should exit then, as controller-runtime's
  * does, and be restarted as a candidate, rather than risk acting beside a new leader.
@@ -68,6 +73,9 @@ export class Manager {
   private resolveDone!: (e: ManagerExit) => void;
   private readonly opts: ManagerOptions;
   private readonly controllers: Controller[] = [];
+  /** Controllers built after start, until their informers have synced. */
+  private readonly joining = new Set<Controller>();
+  private readonly joined = new WeakMap<Controller, Promise<void>>();
   private readonly elector: LeaderElector | undefined;
   private readonly leaderGauge: Gauge<'name'>;
   private server: Server | undefined;
@@ -130,8 +138,52 @@ export class Manager {
         registry: this.registry,
         clock: this.opts.clock,
       },
-      (c) => this.controllers.push(c),
+      (c) => {
+        this.controllers.push(c);
+        if (!this.synced) return;
+        this.joining.add(c);
+        const joined = this.join(c);
+        joined.catch((err: unknown) =>
+          this.log.error({ controller: c.name, err: String(err) }, 'controller could not join'),
+        );
+        this.joined.set(c, joined);
+      },
     );
+  }
+
+  /** A controller built after start: prepare it, wait for its caches, start its workers if leading. */
+  private async join(c: Controller): Promise<void> {
+    try {
+      await c.prepare();
+      await Promise.race([
+        c.waitForSync(),
+        new Promise((_, reject) =>
+          this.lifetime.signal.addEventListener('abort', () => reject(this.lifetime.signal.reason), {
+            once: true,
+          }),
+        ),
+      ]);
+    } finally {
+      this.joining.delete(c);
+    }
+    if (this.workersStarted && !this.lifetime.signal.aborted && this.controllers.includes(c))
+      c.startWorkers();
+  }
+
+  /**
+   * Resolves when a controller built after start is running (its caches synced, its
+   * workers started if this process leads); at once for the others. Rejects if its
+   * kind cannot be resolved.
+   */
+  async running(c: Controller): Promise<void> {
+    await this.joined.get(c);
+  }
+
+  /** Stops a controller's workers (draining up to `drainMs`) and forgets it. */
+  async removeController(c: Controller, drainMs = this.opts.shutdownTimeoutMs ?? 30_000): Promise<void> {
+    const i = this.controllers.indexOf(c);
+    if (i >= 0) this.controllers.splice(i, 1);
+    await c.stop(drainMs);
   }
 
   get isLeader(): boolean {
@@ -166,7 +218,7 @@ export class Manager {
     }
     if (signal.aborted) return;
     this.workersStarted = true;
-    for (const c of this.controllers) c.startWorkers();
+    for (const c of this.controllers) if (!this.joining.has(c)) c.startWorkers();
     if (!this.elector) return;
     const outcome = await this.elector.hold(signal);
     this.leaderGauge.labels(this.name).set(0);

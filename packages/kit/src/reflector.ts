@@ -275,9 +275,11 @@ export class Reflector<T extends KubeObject = KubeObject> {
     const info = await this.resolve();
     const base = this.opts.watchTimeoutSeconds ?? 300;
     const timeoutSeconds = Math.round(base * (1 + Math.random()));
+    // Stopping may have happened already (during the list): combine, do not subscribe,
+    // or an abort dispatched before the subscription would be missed.
+    if (this.signal.aborted) return { kind: 'stopped' };
     const abort = new AbortController();
-    const onStop = (): void => abort.abort(new Error('stopped'));
-    this.signal.addEventListener('abort', onStop, { once: true });
+    const signal = AbortSignal.any([this.signal, abort.signal]);
     let stalled = false;
     const openedAt = this.clock.now();
     this.lastActivityAt = openedAt;
@@ -291,9 +293,10 @@ export class Reflector<T extends KubeObject = KubeObject> {
         abort.abort(new Error('stalled'));
         return;
       }
-      timer = this.clock.setTimeout(check, 5_000);
+      timer = this.clock.setTimeout(check, every);
     };
-    let timer = this.clock.setTimeout(check, 5_000);
+    const every = Math.min(5_000, Math.max(100, idleMs / 4));
+    let timer = this.clock.setTimeout(check, every);
     try {
       for await (const ev of watch<T>(this.opts.client.transport, resourcePath(info, this.opts.namespace), {
         resourceVersion: this.resourceVersion,
@@ -301,7 +304,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
         fieldSelector: this.opts.fieldSelector,
         allowWatchBookmarks: true,
         timeoutSeconds,
-        signal: abort.signal,
+        signal,
         metadataOnly: this.opts.metadataOnly,
       })) {
         this.markConnected();
@@ -323,7 +326,6 @@ export class Reflector<T extends KubeObject = KubeObject> {
       return { kind: 'failed', error: err };
     } finally {
       this.clock.clearTimeout(timer);
-      this.signal.removeEventListener('abort', onStop);
       if (!this.signal.aborted) abort.abort(new Error('watch ended'));
     }
   }

@@ -179,8 +179,11 @@ describe('finalizers: guarded patches on a real apiserver', () => {
   it('does not touch a new object that reuses the name of the one we read', async (t) => {
     const { ns, live: old } = await configMap(t);
     await env.admin.delete(CM, 'cm', ns);
-    await env.admin.create({ ...CM, metadata: { name: 'cm', namespace: ns, finalizers: [OURS] } });
-    assert.equal((await addFinalizer(env.admin, old, THEIRS)).kind, 'conflict');
+    await env.admin.create({ ...CM, metadata: { name: 'cm', namespace: ns } });
+    // Same name, same (empty) finalizers: only the uid tells the two objects apart.
+    assert.equal((await addFinalizer(env.admin, old, OURS)).kind, 'conflict');
+    assert.deepEqual(await finalizersOf(ns), []);
+    await env.admin.patch(CM, 'cm', ns, { type: 'merge', body: { metadata: { finalizers: [OURS] } } });
     const oldWithOurs = { ...old, metadata: { ...old.metadata, finalizers: [OURS] } };
     assert.equal((await removeFinalizer(env.admin, oldWithOurs, OURS)).kind, 'conflict');
     assert.deepEqual(await finalizersOf(ns), [OURS]);

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
 import { FakeClock, settle } from '../src/clock.ts';
 import { DEFAULT_MAX_DELAY_MS, runWorkers, Workqueue } from '../src/workqueue.ts';
 
@@ -444,6 +444,15 @@ describe('workqueue: metrics', () => {
     assert.equal(await value(registry, wd, 'widgets', `${wd}_sum`), 0.2);
     const text = await registry.metrics();
     assert.match(text, /workqueue_depth\{name="gadgets"\} 1/);
+  });
+
+  it('refuses a registry where a metric of the same name has another type, naming it', () => {
+    const registry = new Registry();
+    new Counter({ name: 'workqueue_depth', help: 'not a gauge', registers: [registry] });
+    assert.throws(
+      () => new Workqueue({ name: 'w', registry }),
+      /workqueue_depth is already registered with another type/,
+    );
   });
 
   it('sets depth to zero on shutdown, since queued keys are dropped', async () => {

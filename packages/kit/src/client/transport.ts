@@ -8,7 +8,10 @@
  * exhausted file descriptors in client-node 1.x (#2893).
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
+import { Agent, type buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
+
+type ConnectOptions = buildConnector.BuildOptions;
+
 import { ApiError, classifyStatus, transientError } from './errors.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -26,6 +29,11 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
   /** Overall deadline; the default suits reads and writes, not watches. */
   readonly timeoutMs?: number;
+  /**
+   * How long to wait for the response headers. A watch's headers come at once; waiting
+   * long for them means a dead pooled connection.
+   */
+  readonly headersTimeoutMs?: number;
 }
 
 export interface RawResponse {
@@ -49,14 +57,23 @@ export class Transport {
   readonly server: string;
   private readonly kubeConfig: KubeConfig;
   private readonly dispatcher: Dispatcher;
+  /** TLS options of every connection, for the dedicated connections of watches. */
+  private readonly connectOptions: ConnectOptions;
   private readonly impersonation: Impersonation | undefined;
   private authHeaders: Record<string, string> = {};
   private authAt = 0;
   private readonly dynamicAuth: boolean;
 
-  private constructor(kc: KubeConfig, dispatcher: Dispatcher, server: string, impersonation?: Impersonation) {
+  private constructor(
+    kc: KubeConfig,
+    dispatcher: Dispatcher,
+    connectOptions: ConnectOptions,
+    server: string,
+    impersonation?: Impersonation,
+  ) {
     this.kubeConfig = kc;
     this.dispatcher = dispatcher;
+    this.connectOptions = connectOptions;
     this.server = server.replace(/\/$/, '');
     this.impersonation = impersonation;
     const user = kc.getCurrentUser();
@@ -76,23 +93,22 @@ export class Transport {
       headers?: Record<string, string>;
     } = {};
     await kc.applyToHTTPSOptions(opts as Parameters<KubeConfig['applyToHTTPSOptions']>[0]);
+    const connect: ConnectOptions = {
+      ca: opts.ca,
+      cert: opts.cert,
+      key: opts.key,
+      rejectUnauthorized: opts.rejectUnauthorized ?? !cluster.skipTLSVerify,
+      servername: opts.servername,
+      keepAlive: true,
+      keepAliveInitialDelay: 30_000,
+    };
     const dispatcher = new Agent({
-      connect: {
-        ca: opts.ca,
-        cert: opts.cert,
-        key: opts.key,
-        rejectUnauthorized: opts.rejectUnauthorized ?? !cluster.skipTLSVerify,
-        servername: opts.servername,
-        keepAlive: true,
-        keepAliveInitialDelay: 30_000,
-      },
-      // Watches are long-lived: no body timeout; the reflector's stall detector owns that.
-      bodyTimeout: 0,
+      connect,
       headersTimeout: DEFAULT_TIMEOUT_MS,
       connections: 64,
       pipelining: 1,
     });
-    const t = new Transport(kc, dispatcher, cluster.server);
+    const t = new Transport(kc, dispatcher, connect, cluster.server);
     return t;
   }
 
@@ -106,7 +122,7 @@ export class Transport {
 
   /** A transport that shares this one's connections and acts as someone else. */
   impersonate(as: Impersonation): Transport {
-    return new Transport(this.kubeConfig, this.dispatcher, this.server, as);
+    return new Transport(this.kubeConfig, this.dispatcher, this.connectOptions, this.server, as);
   }
 
   private async headers(contentType?: string, accept?: string): Promise<Record<string, string | string[]>> {
@@ -141,8 +157,26 @@ export class Transport {
     return u;
   }
 
+  /**
+   * A request on a connection of its own, closed by `close()`: for watches. A watch
+   * whose connection froze must take its socket down with it; on the shared pool, an
+   * aborted stream can leave the socket behind, and the next requests queue on it.
+   * One connection per watch, always closed, never leaks descriptors (client-node's
+   * agent per reconnect did, #2893).
+   */
+  async dedicated(opts: RequestOptions): Promise<RawResponse & { close(): Promise<void> }> {
+    const agent = new Agent({ connect: this.connectOptions, connections: 1, pipelining: 1, bodyTimeout: 0 });
+    try {
+      const res = await this.raw(opts, agent);
+      return { ...res, close: () => agent.destroy() };
+    } catch (err) {
+      await agent.destroy();
+      throw err;
+    }
+  }
+
   /** Sends a request and returns the response unread; the caller must consume or dump the body. */
-  async raw(opts: RequestOptions): Promise<RawResponse> {
+  async raw(opts: RequestOptions, dispatcher: Dispatcher = this.dispatcher): Promise<RawResponse> {
     const label = `${opts.method} ${opts.path}`;
     const body =
       opts.body === undefined
@@ -161,8 +195,9 @@ export class Transport {
         method: opts.method,
         headers: await this.headers(contentType, opts.accept),
         body,
-        dispatcher: this.dispatcher,
+        dispatcher,
         signal,
+        headersTimeout: opts.headersTimeoutMs,
       });
       return { status: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {

@@ -39,7 +39,7 @@ export async function* watch<T extends KubeObject = KubeObject>(
   opts: WatchOptions = {},
 ): AsyncGenerator<WatchEvent<T>, void, undefined> {
   const label = `WATCH ${path}`;
-  const res = await transport.raw({
+  const res = await transport.dedicated({
     method: 'GET',
     path,
     query: {
@@ -54,32 +54,37 @@ export async function* watch<T extends KubeObject = KubeObject>(
     },
     signal: opts.signal,
     timeoutMs: 0,
+    headersTimeoutMs: 10_000,
     accept: opts.metadataOnly ? METADATA_ACCEPT : undefined,
   });
-  if (res.status !== 200) {
-    const text = await res.body.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // Not JSON: keep the text for the message.
+  try {
+    if (res.status !== 200) {
+      const text = await res.body.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // Not JSON: keep the text for the message.
+      }
+      const ra = res.headers['retry-after'];
+      throw classifyStatus(res.status, body, label, Array.isArray(ra) ? ra[0] : ra);
     }
-    const ra = res.headers['retry-after'];
-    throw classifyStatus(res.status, body, label, Array.isArray(ra) ? ra[0] : ra);
-  }
-  const decoder = new TextDecoder();
-  let buffered = '';
-  for await (const chunk of res.body) {
-    buffered += decoder.decode(chunk, { stream: true });
-    let nl = buffered.indexOf('\n');
-    while (nl >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (line.trim()) yield parseEvent<T>(line, label);
-      nl = buffered.indexOf('\n');
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of res.body) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let nl = buffered.indexOf('\n');
+      while (nl >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        if (line.trim()) yield parseEvent<T>(line, label);
+        nl = buffered.indexOf('\n');
+      }
     }
+    if (buffered.trim()) yield parseEvent<T>(buffered, label);
+  } finally {
+    await res.close();
   }
-  if (buffered.trim()) yield parseEvent<T>(buffered, label);
 }
 
 function parseEvent<T extends KubeObject>(line: string, label: string): WatchEvent<T> {

@@ -1,0 +1,115 @@
+/**
+ * `npm run up` runs this: the operator in-process on the local control plane, with two
+ * sample lists served from 127.0.0.1, so that a newcomer sees CIDR-group shards and a
+ * deny policy appear for the Certain list, and decider ConfigMaps for the Presumed one.
+ * Cilium's CRDs are installed first (the real ones, read from Cilium's Go module), so the
+ * apiserver validates what the operator writes exactly as a cluster with Cilium would.
+ */
+import { thirdPartyCrds } from '@operators/controlplane';
+import { installCrds } from '@operators/controlplane/testing';
+import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
+import { BLOCKLIST_SOURCE, type BlocklistSource } from './api/blocklist-source.ts';
+import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
+import { startListServer } from './sample/list-server.ts';
+import { sampleList } from './sample/sample-list.ts';
+
+export interface LocalContext {
+  readonly kubeconfigPath: string;
+  readonly client: KubeClient;
+  readonly log: (message: string) => void;
+}
+
+async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  try {
+    await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  } catch (err) {
+    if (!isApiError(err, ApiErrorReason.AlreadyExists)) throw err;
+  }
+}
+
+/** The Ready condition's message once the source is published (or after 30 s, whatever it says). */
+async function readyMessage(client: KubeClient, name: string): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const s = await client.get<BlocklistSource>(BLOCKLIST_SOURCE, name);
+    const ready = s.status?.conditions?.find((c) => c.type === 'Ready');
+    if (
+      (ready?.reason === 'Published' && ready.observedGeneration === s.metadata.generation) ||
+      Date.now() > deadline
+    ) {
+      const budget = s.status?.conditions?.find((c) => c.type === 'AllEntriesPublished');
+      return `${ready?.reason ?? 'not reconciled yet'}: ${ready?.message ?? ''}${budget?.status === 'False' ? `; ${budget.message}` : ''}`;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<void> }> {
+  const { client, log } = ctx;
+  await installCrds(client, (await thirdPartyCrds('cilium')) as unknown as KubeObject[]);
+  log('installed Cilium CRDs (ciliumcidrgroups, ciliumclusterwidenetworkpolicies)');
+  const deciderNamespace = DEFAULT_DECIDER_NAMESPACE;
+  await ensureNamespace(client, deciderNamespace);
+
+  const server = await startListServer();
+  server.serve('/scanners.txt', { body: sampleList(6) });
+  server.serve('/proxies.txt', { body: sampleList(7) });
+
+  let announced = false;
+  const { manager } = createOperator({
+    client,
+    deciderNamespace,
+    port: 0,
+    onReconciled: (r) => {
+      if (announced && (r.applied > 0 || r.deleted > 0)) {
+        log(`${r.source}: ${r.publication}: ${r.applied} objects written, ${r.deleted} deleted`);
+      }
+      if (r.read?.result === 'Failed') log(`${r.source}: read failed (${r.read.reason}); last set kept`);
+    },
+  });
+  // JSON logs would drown the summary; EXOLEDGE_LOG_LEVEL=info shows every reconcile.
+  manager.log.level = process.env.EXOLEDGE_LOG_LEVEL ?? 'error';
+  await manager.start();
+
+  const sources: BlocklistSource[] = [
+    {
+      ...BLOCKLIST_SOURCE,
+      metadata: { name: 'sample-scanners' },
+      spec: {
+        url: server.url('/scanners.txt'),
+        kind: 'Certain',
+        enforce: true,
+        maxEntries: 5000,
+        shardSize: 2000,
+        refreshInterval: '5m',
+        podSelector: { matchLabels: { istio: 'ingressgateway' } },
+      },
+    },
+    {
+      ...BLOCKLIST_SOURCE,
+      metadata: { name: 'sample-proxies' },
+      spec: { url: server.url('/proxies.txt'), kind: 'Presumed', maxEntries: 20_000, refreshInterval: '5m' },
+    },
+  ];
+  for (const s of sources) await client.apply(s, { fieldManager: 'exoledge-sample', force: true });
+  log(
+    `serving two sample lists at ${server.url('/')} and created BlocklistSources sample-scanners, sample-proxies`,
+  );
+  for (const s of sources) {
+    const name = s.metadata.name ?? '';
+    log(`${name}: ${await readyMessage(client, name)}`);
+  }
+  announced = true;
+  log(
+    'look: kubectl get blocklistsources; kubectl get ciliumcidrgroups,ciliumclusterwidenetworkpolicies; ' +
+      `kubectl -n ${deciderNamespace} get configmaps -l edge.exoledge.io/source`,
+  );
+  const endpoint = manager.endpoint;
+  if (endpoint) log(`health and metrics: http://127.0.0.1:${endpoint.port}/metrics`);
+  return {
+    async stop() {
+      await manager.stop();
+      await server.close();
+    },
+  };
+}

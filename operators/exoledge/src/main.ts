@@ -1,0 +1,92 @@
+/**
+ * The operator process: `node operators/exoledge/src/main.ts [flags]`. Each flag has an
+ * environment variable, for a Deployment's env. Exits 0 on SIGTERM after a graceful
+ * stop, 1 after a lost lease (to be restarted as a candidate), 2 on a bad flag, 3 when
+ * the cluster lacks a CRD it needs.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ApiErrorReason, isApiError, KubeClient } from '@operators/kit';
+import { BLOCKLIST_SOURCE } from './api/blocklist-source.ts';
+import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY } from './api/cilium.ts';
+import { DEFAULT_FETCH_LIMITS } from './controllers/blocklist-source.ts';
+import { parseDuration } from './domain/blocklist-source/index.ts';
+import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
+
+export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
+
+  --kubeconfig PATH                 (KUBECONFIG) default: ~/.kube/config, or the pod's service account
+  --decider-namespace NS            (EXOLEDGE_DECIDER_NAMESPACE) where decider ConfigMaps go; default ${DEFAULT_DECIDER_NAMESPACE}
+  --leader-election-namespace NS    (EXOLEDGE_LEADER_ELECTION_NAMESPACE, else POD_NAMESPACE) elect a leader
+                                    through the Lease exoledge-operator.edge.exoledge.io; off when neither is set
+  --metrics-port N                  (EXOLEDGE_METRICS_PORT) /healthz, /readyz and /metrics; default 8081
+  --fetch-timeout DURATION          (EXOLEDGE_FETCH_TIMEOUT) one read of a list, all included; default 2m
+  --max-list-bytes N                (EXOLEDGE_MAX_LIST_BYTES) largest list accepted, decoded; default 268435456
+  --extra-ca FILE                   (EXOLEDGE_EXTRA_CA) PEM CAs trusted for https lists besides the system's
+`;
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`exoledge: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      kubeconfig: { type: 'string' },
+      'decider-namespace': { type: 'string' },
+      'leader-election-namespace': { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'fetch-timeout': { type: 'string' },
+      'max-list-bytes': { type: 'string' },
+      'extra-ca': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const env = process.env;
+  const port = Number(values['metrics-port'] ?? env.EXOLEDGE_METRICS_PORT ?? 8081);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--metrics-port: not a port: ${port}`, 2);
+  const timeoutText = values['fetch-timeout'] ?? env.EXOLEDGE_FETCH_TIMEOUT;
+  const timeoutMs = timeoutText === undefined ? DEFAULT_FETCH_LIMITS.timeoutMs : parseDuration(timeoutText);
+  if (!timeoutMs) fail(`--fetch-timeout: not a duration such as 2m or 90s: ${timeoutText}`, 2);
+  const maxBytes = Number(
+    values['max-list-bytes'] ?? env.EXOLEDGE_MAX_LIST_BYTES ?? DEFAULT_FETCH_LIMITS.maxBytes,
+  );
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) fail(`--max-list-bytes: not a positive integer`, 2);
+  const caFile = values['extra-ca'] ?? env.EXOLEDGE_EXTRA_CA;
+  const deciderNamespace =
+    values['decider-namespace'] ?? env.EXOLEDGE_DECIDER_NAMESPACE ?? DEFAULT_DECIDER_NAMESPACE;
+  const leaderElectionNamespace =
+    values['leader-election-namespace'] ?? env.EXOLEDGE_LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE;
+
+  const client = await KubeClient.load(values.kubeconfig ?? env.KUBECONFIG);
+  for (const gvk of [BLOCKLIST_SOURCE, CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY]) {
+    try {
+      await client.resolve(gvk);
+    } catch (err) {
+      if (!isApiError(err, ApiErrorReason.NotFound)) throw err;
+      fail(
+        `the cluster does not serve ${gvk.kind} (${gvk.apiVersion}): install ` +
+          (gvk === BLOCKLIST_SOURCE ? 'operators/exoledge/crds/*.yaml' : "Cilium's CRDs") +
+          ' first',
+        3,
+      );
+    }
+  }
+  const { manager } = createOperator({
+    client,
+    deciderNamespace,
+    ...(leaderElectionNamespace ? { leaderElectionNamespace } : {}),
+    port,
+    fetch: { timeoutMs, maxBytes, ...(caFile ? { ca: readFileSync(caFile, 'utf8') } : {}) },
+  });
+  manager.installSignalHandlers();
+  await manager.start();
+  manager.log.info({ deciderNamespace, leaderElectionNamespace, port }, 'exoledge operator started');
+}
+
+main().catch((err: unknown) => fail(err instanceof Error ? (err.stack ?? err.message) : String(err), 1));

@@ -1,0 +1,302 @@
+/**
+ * One rule at run time: a controller whose keys are target keys (`namespace/name`).
+ * It watches the target kind (one informer per kind, filtered on the link label, shared
+ * by every rule of that kind) and the source kind in each of the rule's namespaces,
+ * whose objects map to the key of the target they ask for. A reconcile reads the pair
+ * from the caches, asks the domain what to do, and does it: thin by design.
+ *
+ * Never a write on a source: sources are only read. Departures missed while weebo-link
+ * was down are found because every target is reconciled at start and at every resync.
+ */
+import {
+  ApiErrorReason,
+  type Controller,
+  EventType,
+  isApiError,
+  type KubeObject,
+  type Manager,
+  objectKey,
+  type Predicate,
+  type ReconcileResult,
+  type Reflector,
+  TerminalError,
+} from '@operators/kit';
+import {
+  type Decision,
+  decide,
+  fieldManagerOf,
+  headerAnnotation,
+  LINK_LABEL,
+  parseSourceRef,
+  type Rule,
+  targetKeyOf,
+} from '../domain/index.ts';
+import type { LinkMetrics } from './metrics.ts';
+
+/** How long a Detaching target waits before `safe` is evaluated again without an event. */
+const SAFE_RECHECK_MS = 30_000;
+
+export interface LinkOptions {
+  readonly manager: Manager;
+  readonly rule: Rule;
+  readonly metrics: LinkMetrics;
+  readonly resyncMs: number;
+  readonly concurrency: number;
+}
+
+/** The shared informer of a target kind: every object carrying a link label. */
+export function targetInformer(manager: Manager, rule: Pick<Rule, 'target'>): Reflector<KubeObject> {
+  return manager.cache.informer(
+    { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
+    { labelSelector: LINK_LABEL },
+  );
+}
+
+/** Sources by the target key they map to, kept from the source informers' changes. */
+class SourceIndex {
+  private readonly byTarget = new Map<string, Set<string>>();
+  private readonly bySource = new Map<string, string>();
+  private readonly rule: Rule;
+  disposed = false;
+
+  constructor(rule: Rule) {
+    this.rule = rule;
+  }
+
+  observe(type: 'added' | 'updated' | 'deleted', obj: KubeObject): void {
+    if (this.disposed) return;
+    const sk = objectKey(obj);
+    const before = this.bySource.get(sk);
+    if (before !== undefined) {
+      this.byTarget.get(before)?.delete(sk);
+      if (this.byTarget.get(before)?.size === 0) this.byTarget.delete(before);
+      this.bySource.delete(sk);
+    }
+    if (type === 'deleted') return;
+    const tk = mapSource(this.rule, obj)[0];
+    if (tk === undefined || tk.startsWith('!')) return;
+    this.bySource.set(sk, tk);
+    const set = this.byTarget.get(tk) ?? new Set<string>();
+    set.add(sk);
+    this.byTarget.set(tk, set);
+  }
+
+  sourcesOf(targetKey: string): readonly string[] {
+    return [...(this.byTarget.get(targetKey) ?? [])];
+  }
+}
+
+/**
+ * The key a source maps to: its target's key if it carries the rule's header (any
+ * value: a wrong value is reported, not ignored), `!<source key>` if the target's name
+ * cannot be evaluated (reported on the source), none without the header.
+ */
+function mapSource(rule: Rule, obj: KubeObject): readonly string[] {
+  if (obj.metadata.annotations?.[headerAnnotation(rule.header)] === undefined) return [];
+  const k = targetKeyOf(rule, obj);
+  return [k.ok ? k.value : `!${objectKey(obj)}`];
+}
+
+export class LinkRuntime {
+  readonly rule: Rule;
+  readonly controller: Controller;
+  private readonly manager: Manager;
+  private readonly metrics: LinkMetrics;
+  private readonly index: SourceIndex;
+  private readonly targets: Reflector<KubeObject>;
+  private readonly sources = new Map<string, Reflector<KubeObject>>();
+
+  constructor(opts: LinkOptions) {
+    const { manager, rule } = opts;
+    this.rule = rule;
+    this.manager = manager;
+    this.metrics = opts.metrics;
+    this.index = new SourceIndex(rule);
+    const sourceGvk = { apiVersion: rule.source.apiVersion, kind: rule.source.kind };
+    const targetGvk = { apiVersion: rule.target.apiVersion, kind: rule.target.kind };
+    this.targets = targetInformer(manager, rule);
+
+    for (const ns of rule.source.namespaces) {
+      const informer = manager.cache.informer(sourceGvk, { namespace: ns });
+      this.sources.set(ns, informer);
+      // Seed from what a shared informer already holds, then follow its changes.
+      for (const o of informer.store.list()) this.index.observe('added', o);
+      informer.onDelta((d) => this.index.observe(d.type, d.object));
+    }
+
+    const ours: Predicate = (d) =>
+      d.object.metadata.labels?.[LINK_LABEL] === rule.name ||
+      (d.type === 'updated' && d.old.metadata.labels?.[LINK_LABEL] === rule.name);
+    let builder = manager
+      .controller(`link-${rule.name}`)
+      .for(targetGvk, { labelSelector: LINK_LABEL, predicates: [ours] })
+      .withConcurrency(opts.concurrency)
+      .resyncEvery(opts.resyncMs);
+    for (const ns of rule.source.namespaces)
+      builder = builder.watches(sourceGvk, (o) => mapSource(rule, o), { namespace: ns });
+    this.controller = builder.reconcile(async (req, ctx) => {
+      if (req.key.startsWith('!')) return this.reportName(req.key.slice(1));
+      const decision = this.decide(req.key, await this.targetAt(req.key));
+      ctx.log.debug({ action: decision.action }, 'decided');
+      return this.carryOut(req.key, decision, ctx.log);
+    });
+  }
+
+  /** Stops following the rule; its targets keep their last state (removing a rule is never a departure). */
+  async stop(): Promise<void> {
+    this.index.disposed = true;
+    await this.manager.removeController(this.controller, 5_000);
+  }
+
+  private get targetGvk() {
+    return { apiVersion: this.rule.target.apiVersion, kind: this.rule.target.kind };
+  }
+
+  private sourceObjects(targetKey: string): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const sk of this.index.sourcesOf(targetKey)) {
+      const ns = sk.split('/')[0] ?? '';
+      const o = this.sources.get(ns)?.store.get(sk);
+      if (o) out.push(o);
+    }
+    return out;
+  }
+
+  /**
+   * The target from the cache; when the cache has none but a source asks for one, a
+   * live read, because the cache only holds labelled objects and a target of that name
+   * without the label must be found (and never adopted).
+   */
+  private async targetAt(key: string): Promise<KubeObject | undefined> {
+    const cached = this.targets.store.get(key);
+    if (cached) return cached;
+    if (this.index.sourcesOf(key).length === 0) return undefined;
+    const [namespace, name] = key.split('/') as [string, string];
+    return this.manager.client.find(this.targetGvk, name, namespace);
+  }
+
+  private decide(key: string, target: KubeObject | undefined): Decision {
+    let recorded: KubeObject | undefined;
+    if (target?.metadata.labels?.[LINK_LABEL] === this.rule.name) {
+      const ref = parseSourceRef(this.rule, target.metadata.annotations?.['link.weebo.io/source']);
+      if (ref) recorded = this.sources.get(ref.namespace)?.store.get(`${ref.namespace}/${ref.name}`);
+    }
+    return decide(this.rule, { target, candidates: this.sourceObjects(key), recorded });
+  }
+
+  private async carryOut(
+    key: string,
+    d: Decision,
+    log: { info: (o: object, m: string) => void; warn: (o: object, m: string) => void },
+  ): Promise<ReconcileResult> {
+    const link = this.rule.name;
+    const fieldManager = fieldManagerOf(link);
+    switch (d.action) {
+      case 'Nothing':
+        return {};
+      case 'Apply': {
+        const applied = await this.apply(d.target, fieldManager, d.source);
+        log.info({ target: key, reason: d.reason }, 'target applied');
+        if (d.reason !== 'Update')
+          this.manager.recorder.event(applied, {
+            type: EventType.Normal,
+            reason: d.reason === 'Create' ? 'Linked' : 'Reattached',
+            action: 'Apply',
+            note: `linked to ${d.target.metadata.annotations?.['link.weebo.io/source']} (uid ${d.source.metadata.uid}) by link ${link}`,
+          });
+        return {};
+      }
+      case 'Detach': {
+        const applied = await this.apply(d.target, fieldManager, undefined);
+        log.info({ target: key, reason: d.reason }, 'source left: target Detaching');
+        this.manager.recorder.event(applied, {
+          type: EventType.Normal,
+          reason: 'Detaching',
+          action: 'Apply',
+          note: `${d.reason}: onRemoval.patch applied; waiting for safe`,
+        });
+        return { requeueAfterMs: SAFE_RECHECK_MS };
+      }
+      case 'MarkDetached': {
+        const applied = await this.apply(d.target, fieldManager, undefined);
+        log.info({ target: key }, 'safe: target Detached and kept');
+        this.manager.recorder.event(applied, {
+          type: EventType.Normal,
+          reason: 'Detached',
+          action: 'Apply',
+          note: 'safe state reached: kept, detached, and reattachable',
+        });
+        return {};
+      }
+      case 'Delete': {
+        const [namespace, name] = key.split('/') as [string, string];
+        try {
+          await this.manager.client.delete(this.targetGvk, name, namespace, { uid: d.uid });
+        } catch (err) {
+          if (!isApiError(err, ApiErrorReason.NotFound) && !isApiError(err, ApiErrorReason.Conflict))
+            throw err;
+        }
+        log.info({ target: key }, 'safe: target deleted (then: Delete)');
+        return {};
+      }
+      case 'Wait':
+        return { requeueAfterMs: SAFE_RECHECK_MS };
+      case 'Refuse':
+        this.metrics.problems.labels(link, d.reason).inc();
+        log.warn({ target: key, reason: d.reason, message: d.message }, 'refused');
+        this.manager.recorder.event(d.regarding, {
+          type: EventType.Warning,
+          reason: d.reason,
+          action: 'Link',
+          note: `${link}: ${d.message}`,
+        });
+        return d.reason === 'SafeFailed' ? { requeueAfterMs: SAFE_RECHECK_MS } : {};
+      default:
+        return assertNever(d);
+    }
+  }
+
+  /** Server-side apply with the rule's field manager; a refusal by the apiserver is reported, not retried blindly. */
+  private async apply(
+    obj: KubeObject,
+    fieldManager: string,
+    source: KubeObject | undefined,
+  ): Promise<KubeObject> {
+    try {
+      return await this.manager.client.apply(obj, { fieldManager, force: true });
+    } catch (err) {
+      if (isApiError(err, ApiErrorReason.Invalid) || isApiError(err, ApiErrorReason.Forbidden)) {
+        this.metrics.problems.labels(this.rule.name, 'ApplyRefused').inc();
+        this.manager.recorder.event(source ?? obj, {
+          type: EventType.Warning,
+          reason: 'ApplyRefused',
+          action: 'Apply',
+          note: `${this.rule.name}: the apiserver refused ${obj.kind} ${objectKey(obj)}: ${(err as Error).message}`,
+        });
+        throw new TerminalError('ApplyRefused', (err as Error).message);
+      }
+      throw err;
+    }
+  }
+
+  /** A source whose target name cannot be evaluated: reported on the source, nothing written. */
+  private reportName(sourceKey: string): ReconcileResult {
+    const ns = sourceKey.split('/')[0] ?? '';
+    const source = this.sources.get(ns)?.store.get(sourceKey);
+    if (!source) return {};
+    const k = targetKeyOf(this.rule, source);
+    if (k.ok) return {};
+    this.metrics.problems.labels(this.rule.name, 'MappingFailed').inc();
+    this.manager.recorder.event(source, {
+      type: EventType.Warning,
+      reason: 'MappingFailed',
+      action: 'Link',
+      note: `${this.rule.name}: ${k.message}`,
+    });
+    return {};
+  }
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unexpected ${JSON.stringify(x)}`);
+}

@@ -1,0 +1,129 @@
+/** What the integration tests share: namespaces, the rules ConfigMap, weebo-link and the fake Stalwart. */
+import type { TestContext } from 'node:test';
+import { eventually, type TestEnv } from '@operators/controlplane/testing';
+import type { KubeClient, KubeObject, Manager } from '@operators/kit';
+import { pino } from 'pino';
+import { startWeeboLink, type WeeboLink, type WeeboLinkOptions } from '../src/app.ts';
+import { RULES_CONFIGMAP, RULES_KEY } from '../src/controllers/rules.ts';
+import { exampleRules } from '../src/example-rules.ts';
+import { STALWART_ACCOUNT, type StalwartAccount } from '../src/testkit/crds.ts';
+import { fakeStalwartRbac, startFakeStalwart } from '../src/testkit/fake-stalwart.ts';
+
+export const quiet = pino({ level: process.env.WEEBO_LINK_TEST_LOG ?? 'silent' });
+
+export interface Link {
+  readonly auth: string;
+  readonly mail: string;
+  readonly system: string;
+  readonly rule: string;
+}
+
+/** Three namespaces (sources, targets, weebo-link's own) and the RFC rule between them. */
+export async function linkNamespaces(
+  env: TestEnv,
+  t: TestContext,
+  rule = 'authentik-user-stalwart-account',
+): Promise<Link> {
+  const auth = await env.namespace(t, 'auth');
+  const mail = await env.namespace(t, 'mail');
+  const system = await env.namespace(t, 'weebo-link');
+  await writeRules(
+    env.admin,
+    system,
+    exampleRules({ sourceNamespace: auth, targetNamespace: mail, name: rule }),
+  );
+  return { auth, mail, system, rule };
+}
+
+export async function writeRules(client: KubeClient, namespace: string, yaml: string): Promise<void> {
+  await client.apply(
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: RULES_CONFIGMAP, namespace },
+      data: { [RULES_KEY]: yaml },
+    },
+    { fieldManager: 'helm', force: true },
+  );
+}
+
+export async function startLink(
+  env: TestEnv,
+  t: TestContext,
+  system: string,
+  opts: Partial<WeeboLinkOptions> = {},
+): Promise<WeeboLink> {
+  const app = await startWeeboLink({
+    client: env.admin,
+    namespace: system,
+    logger: quiet,
+    resyncMs: 60_000,
+    ...opts,
+  });
+  t.after(() => app.stop());
+  return app;
+}
+
+/** The fake Stalwart, acting as its own service account (as link-targets sees it). */
+export async function startStalwart(
+  env: TestEnv,
+  t: TestContext,
+  mail: string,
+): Promise<{ manager: Manager }> {
+  for (const o of fakeStalwartRbac()) await env.admin.apply(o, { fieldManager: 'tests', force: true });
+  const s = await startFakeStalwart({
+    client: env.asServiceAccount('stalwart', 'weebo-stalwart'),
+    namespace: mail,
+    logger: quiet,
+  });
+  t.after(() => s.stop());
+  return s;
+}
+
+export function account(env: TestEnv, mail: string, name: string): Promise<StalwartAccount | undefined> {
+  return env.admin.find<StalwartAccount>(STALWART_ACCOUNT, name, mail);
+}
+
+export function stateOf(a: KubeObject | undefined): string | undefined {
+  return a?.metadata.labels?.['link.weebo.io/state'];
+}
+
+/** Waits for the account to reach a state (and optionally a predicate). */
+export function waitState(
+  env: TestEnv,
+  mail: string,
+  name: string,
+  state: string,
+  extra: (a: StalwartAccount) => boolean = () => true,
+  timeoutMs = 20_000,
+): Promise<StalwartAccount> {
+  return eventually(
+    `${mail}/${name} ${state}`,
+    async () => {
+      const a = await account(env, mail, name);
+      return a && stateOf(a) === state && extra(a) ? a : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** The reasons of the Events about an object, oldest first. */
+export async function eventReasons(client: KubeClient, namespace: string, name: string): Promise<string[]> {
+  const { items } = await client.listAll<
+    KubeObject & { reason?: string; regarding?: { name?: string }; eventTime?: string }
+  >({ apiVersion: 'events.k8s.io/v1', kind: 'Event' }, { namespace });
+  return items
+    .filter((e) => e.regarding?.name === name)
+    .sort((a, b) => (a.eventTime ?? '').localeCompare(b.eventTime ?? ''))
+    .map((e) => e.reason ?? '');
+}
+
+export async function metricValue(
+  manager: Manager,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const m = await manager.registry.getSingleMetric(name)?.get();
+  const v = m?.values.find((x) => Object.entries(labels).every(([k, val]) => x.labels[k] === val));
+  return v?.value ?? 0;
+}
