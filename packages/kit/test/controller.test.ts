@@ -100,9 +100,20 @@ describe('a controller built with the kit', () => {
     }
     await manager.start();
     t.after(() => manager.stop());
-    await eventually('converged', async () =>
-      writes.statuses === 20 && writes.configMaps === 20 ? true : undefined,
-    );
+    await eventually('converged', async () => {
+      const { items } = await env.admin.listAll<Widget>(WIDGET, { namespace: ns });
+      return items.length === 20 && items.every((w) => w.status?.message === 'x') ? true : undefined;
+    });
+    // A status write can race the cache once (the owned ConfigMap's event arrives before
+    // the Widget's new status does): wait until writes have settled before counting.
+    let settled = -1;
+    await eventually('writes settled', async () => {
+      const now = writes.statuses + writes.configMaps;
+      const done = now === settled;
+      settled = now;
+      await new Promise((r) => setTimeout(r, 300));
+      return done ? true : undefined;
+    });
     const before = { ...writes };
     // Two resync periods: every key is reconciled again, nothing is written.
     await eventually(
