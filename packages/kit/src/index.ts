@@ -41,7 +41,13 @@ export {
   type ResourceInfo,
   splitKey,
 } from './client/types.ts';
-export { METADATA_ACCEPT, type WatchEvent, type WatchOptions, watch } from './client/watch.ts';
+export {
+  METADATA_ACCEPT,
+  METADATA_LIST_ACCEPT,
+  type WatchEvent,
+  type WatchOptions,
+  watch,
+} from './client/watch.ts';
 export { type Clock, FakeClock, realClock, sleep, type TimerHandle } from './clock.ts';
 export {
   type Condition,

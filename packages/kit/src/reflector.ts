@@ -28,7 +28,7 @@ import { withGvk } from './client/client.ts';
 import { resourcePath } from './client/discovery.ts';
 import { ApiErrorReason, isApiError } from './client/errors.ts';
 import type { GroupVersionKind, KubeObject, ResourceInfo } from './client/types.ts';
-import { METADATA_ACCEPT, watch } from './client/watch.ts';
+import { METADATA_LIST_ACCEPT, watch } from './client/watch.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { Store, type StoreDelta } from './store.ts';
 
@@ -146,6 +146,20 @@ export class Reflector<T extends KubeObject = KubeObject> {
     };
   }
 
+  /**
+   * Whether the store follows the server right now: listed, and the watch neither failed
+   * nor silent beyond `idleTimeoutMs` since. Unlike `health().stale`, without the grace of
+   * `staleAfterMs`: a reader that must not act on an outdated view, and can ask the
+   * server instead, checks this.
+   */
+  get watching(): boolean {
+    return (
+      this.connected &&
+      !this.signal.aborted &&
+      this.clock.now() - this.lastActivityAt <= (this.opts.idleTimeoutMs ?? 150_000)
+    );
+  }
+
   private get signal(): AbortSignal {
     return this.stopController.signal;
   }
@@ -253,7 +267,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
           continue: cont,
         },
         signal: this.signal,
-        accept: this.opts.metadataOnly ? METADATA_ACCEPT : undefined,
+        accept: this.opts.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
         timeoutMs: 120_000,
       });
       for (const item of page.items) items.push(this.prepare(item));

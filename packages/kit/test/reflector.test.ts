@@ -96,21 +96,28 @@ describe('the reflector', () => {
       seen.includes('added:before') ? true : undefined,
     );
     assert.equal(reflector.health().stale, false);
+    assert.equal(reflector.watching, true);
 
     proxy.freeze();
     await env.admin.create({ ...CONFIGMAP, metadata: { name: 'during', namespace: ns } });
     let sawStale = false;
+    let sawNotWatching = false;
     await eventually(
       'the frozen watch is replaced and the missed event delivered',
       async () => {
         if (reflector.health().stale) sawStale = true;
+        if (!reflector.watching) sawNotWatching = true;
         return seen.includes('added:during') ? true : undefined;
       },
       40_000,
     );
     assert.ok(sawStale, 'readiness never reported the silent watch');
+    assert.ok(sawNotWatching, 'watching stayed true over the silent watch');
     assert.ok(reflector.health().restarts >= 1);
     await eventually('fresh again', async () => (reflector.health().stale ? undefined : true));
+    assert.equal(reflector.watching, true);
+    await reflector.stop();
+    assert.equal(reflector.watching, false, 'a stopped reflector does not follow the server');
   });
 
   it('after a relist, reports the deletions that happened while it was not watching', async (t) => {

@@ -29,6 +29,7 @@ import {
   LINK_LABEL,
   parseSourceRef,
   type Rule,
+  SOURCE_ANNOTATION,
   targetKeyOf,
 } from '../domain/index.ts';
 import type { LinkMetrics } from './metrics.ts';
@@ -42,6 +43,8 @@ export interface LinkOptions {
   readonly metrics: LinkMetrics;
   readonly resyncMs: number;
   readonly concurrency: number;
+  /** The rules ConfigMap, where creations are counted by one `Linked` Event series per rule. */
+  readonly linkedNotice?: () => KubeObject | undefined;
 }
 
 /** The shared informer of a target kind: every object carrying a link label. */
@@ -49,6 +52,20 @@ export function targetInformer(manager: Manager, rule: Pick<Rule, 'target'>): Re
   return manager.cache.informer(
     { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
     { labelSelector: LINK_LABEL },
+  );
+}
+
+/**
+ * The names in use in a rule's target namespace: every object of the target kind there,
+ * labelled or not, as metadata only (names, labels, deletion; no spec). It answers
+ * "does a target of that name exist without our label?" from the cache, where a live
+ * GET per creation cost as much as the creation itself. While its watch is down, the
+ * reconciler asks the server instead.
+ */
+export function targetNamesInformer(manager: Manager, rule: Pick<Rule, 'target'>): Reflector<KubeObject> {
+  return manager.cache.informer(
+    { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
+    { namespace: rule.target.namespace, metadataOnly: true },
   );
 }
 
@@ -104,6 +121,8 @@ export class LinkRuntime {
   private readonly metrics: LinkMetrics;
   private readonly index: SourceIndex;
   private readonly targets: Reflector<KubeObject>;
+  private readonly names: Reflector<KubeObject>;
+  private readonly linkedNotice: () => KubeObject | undefined;
   private readonly sources = new Map<string, Reflector<KubeObject>>();
 
   constructor(opts: LinkOptions) {
@@ -115,6 +134,8 @@ export class LinkRuntime {
     const sourceGvk = { apiVersion: rule.source.apiVersion, kind: rule.source.kind };
     const targetGvk = { apiVersion: rule.target.apiVersion, kind: rule.target.kind };
     this.targets = targetInformer(manager, rule);
+    this.names = targetNamesInformer(manager, rule);
+    this.linkedNotice = opts.linkedNotice ?? (() => undefined);
 
     for (const ns of rule.source.namespaces) {
       const informer = manager.cache.informer(sourceGvk, { namespace: ns });
@@ -134,9 +155,19 @@ export class LinkRuntime {
       .resyncEvery(opts.resyncMs);
     for (const ns of rule.source.namespaces)
       builder = builder.watches(sourceGvk, (o) => mapSource(rule, o), { namespace: ns });
+    // A name freed (an unlabelled target deleted, or ours once both caches agree) is a
+    // target a waiting source may now get.
+    builder = builder.watches(targetGvk, (o) => [objectKey(o)], {
+      namespace: rule.target.namespace,
+      metadataOnly: true,
+      predicates: [(d) => d.type === 'deleted'],
+    });
     this.controller = builder.reconcile(async (req, ctx) => {
       if (req.key.startsWith('!')) return this.reportName(req.key.slice(1));
-      const decision = this.decide(req.key, await this.targetAt(req.key));
+      const target = await this.targetAt(req.key);
+      // Ours by the names cache, not yet in the labelled one: that informer's event brings the key back.
+      if (target === BEHIND) return {};
+      const decision = this.decide(req.key, target);
       ctx.log.debug({ action: decision.action }, 'decided');
       return this.carryOut(req.key, decision, ctx.log);
     });
@@ -163,16 +194,24 @@ export class LinkRuntime {
   }
 
   /**
-   * The target from the cache; when the cache has none but a source asks for one, a
-   * live read, because the cache only holds labelled objects and a target of that name
-   * without the label must be found (and never adopted).
+   * The target at `key`: ours (or another rule's) from the labelled cache, with its spec;
+   * else, when a source asks for one, whatever holds the name, from the names cache
+   * (metadata only: enough to refuse an unlabelled target, which is never adopted). While
+   * the names cache does not follow the server (its watch down), a live read instead.
+   * {@link BEHIND} when the names cache has our own target the labelled cache has not
+   * received yet: deciding on metadata alone would re-apply for nothing.
    */
-  private async targetAt(key: string): Promise<KubeObject | undefined> {
+  private async targetAt(key: string): Promise<KubeObject | undefined | typeof BEHIND> {
     const cached = this.targets.store.get(key);
     if (cached) return cached;
     if (this.index.sourcesOf(key).length === 0) return undefined;
-    const [namespace, name] = key.split('/') as [string, string];
-    return this.manager.client.find(this.targetGvk, name, namespace);
+    if (!this.names.watching) {
+      const [namespace, name] = key.split('/') as [string, string];
+      return this.manager.client.find(this.targetGvk, name, namespace);
+    }
+    const named = this.names.store.get(key);
+    if (named?.metadata.labels?.[LINK_LABEL] === this.rule.name) return BEHIND;
+    return named;
   }
 
   private decide(key: string, target: KubeObject | undefined): Decision {
@@ -196,14 +235,18 @@ export class LinkRuntime {
         return {};
       case 'Apply': {
         const applied = await this.apply(d.target, fieldManager, d.source);
-        log.info({ target: key, reason: d.reason }, 'target applied');
-        if (d.reason !== 'Update')
+        log.info(
+          { target: key, reason: d.reason, source: d.target.metadata.annotations?.[SOURCE_ANNOTATION] },
+          'target applied',
+        );
+        if (d.reason === 'Reattach')
           this.manager.recorder.event(applied, {
             type: EventType.Normal,
-            reason: d.reason === 'Create' ? 'Linked' : 'Reattached',
+            reason: 'Reattached',
             action: 'Apply',
-            note: `linked to ${d.target.metadata.annotations?.['link.weebo.io/source']} (uid ${d.source.metadata.uid}) by link ${link}`,
+            note: `linked to ${d.target.metadata.annotations?.[SOURCE_ANNOTATION]} (uid ${d.source.metadata.uid}) by link ${link}`,
           });
+        if (d.reason === 'Create') this.noticeLinked();
         return {};
       }
       case 'Detach': {
@@ -279,6 +322,24 @@ export class LinkRuntime {
     }
   }
 
+  /**
+   * A creation is one Normal `Linked` Event for the rule, on the rules ConfigMap, whose
+   * series counts the targets created (the kit's recorder folds repeats: one write, then
+   * at most one update per 30 s), not one Event per target: the target itself says it
+   * (its `state: Linked` label and source annotations), and the RFC asks for Events on
+   * refusals and departures, which stay per object.
+   */
+  private noticeLinked(): void {
+    const cm = this.linkedNotice();
+    if (!cm) return;
+    this.manager.recorder.event(cm, {
+      type: EventType.Normal,
+      reason: 'Linked',
+      action: 'Apply',
+      note: `link ${this.rule.name}: ${this.rule.target.kind} created and linked to its ${this.rule.source.kind} (the count is in the series)`,
+    });
+  }
+
   /** A source whose target name cannot be evaluated: reported on the source, nothing written. */
   private reportName(sourceKey: string): ReconcileResult {
     const ns = sourceKey.split('/')[0] ?? '';
@@ -296,6 +357,9 @@ export class LinkRuntime {
     return {};
   }
 }
+
+/** The names cache is ahead of the labelled cache for this key. */
+const BEHIND = Symbol('behind');
 
 function assertNever(x: never): never {
   throw new Error(`unexpected ${JSON.stringify(x)}`);

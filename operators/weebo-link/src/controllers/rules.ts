@@ -78,6 +78,7 @@ export class RulesController {
   private readonly targetStores = new Map<string, Reflector<KubeObject>>();
   private readonly metrics: LinkMetrics;
   private readonly reported = new Set<string>();
+  private readonly configMap: () => KubeObject | undefined;
 
   constructor(opts: RulesOptions) {
     this.opts = opts;
@@ -92,10 +93,11 @@ export class RulesController {
       .controller('rules')
       .for(CONFIGMAP, { namespace: opts.namespace, fieldSelector: `metadata.name=${name}` })
       .reconcile(async () => {
-        const cm = c.primary.store.get(`${opts.namespace}/${name}`);
+        const cm = this.configMap();
         await this.load(cm);
         return { requeueAfterMs: this.opts.resyncMs ?? 300_000 };
       });
+    this.configMap = () => c.primary.store.get(`${opts.namespace}/${name}`);
   }
 
   /** The rules running now, by name. */
@@ -176,6 +178,7 @@ export class RulesController {
         metrics: this.metrics,
         resyncMs: this.opts.resyncMs ?? 300_000,
         concurrency: this.opts.concurrency ?? 8,
+        linkedNotice: this.configMap,
       });
       this.running.set(rule.name, runtime);
       log.info({ link: rule.name }, old ? 'rule changed: restarted' : 'rule loaded');

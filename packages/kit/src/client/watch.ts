@@ -30,8 +30,12 @@ export interface WatchOptions {
   readonly metadataOnly?: boolean;
 }
 
+/** Accept header asking for metadata only: PartialObjectMetadata for a watch's objects. */
 export const METADATA_ACCEPT =
-  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+/** The same for a LIST: the server refuses the object form for a list (406). */
+export const METADATA_LIST_ACCEPT =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
 
 export async function* watch<T extends KubeObject = KubeObject>(
   transport: Transport,
