@@ -34,7 +34,11 @@ export interface TestEnv {
   as(user: string, groups?: readonly string[]): KubeClient;
   /** A client acting as a service account; the apiserver adds its groups. */
   asServiceAccount(namespace: string, name: string): KubeClient;
-  /** A fresh namespace, deleted when the test ends. */
+  /**
+   * A fresh namespace, deleted when the test ends. Pass the test's context `t`: in
+   * node:test, an `after()` registered from inside a top-level `before()` runs at once,
+   * so a namespace made there would be deleted before any test used it.
+   */
   namespace(t: TestContext | { after: (fn: () => Promise<void>) => void }, prefix?: string): Promise<string>;
   /** Creates or updates CRDs and waits until each is Established. */
   installCrds(crds: readonly CrdDocument[] | readonly KubeObject[]): Promise<void>;

@@ -54,6 +54,7 @@ export {
   type ConditionStatus,
   type ConditionUpdate,
   findCondition,
+  InvalidConditionError,
   isFalse,
   isTrue,
   removeCondition,
@@ -83,6 +84,7 @@ export {
   type PrinterColumn,
   type ValidationRule,
 } from './crd.ts';
+export type { DriftOptions } from './drift.ts';
 export { DriftReason, type DriftResult, drift, hasDrifted } from './drift.ts';
 export {
   type EventInput,
@@ -90,6 +92,7 @@ export {
   EventRecorder,
   type EventRecorderOptions,
   EventType,
+  microTime,
 } from './events.ts';
 export {
   addFinalizer,
@@ -98,10 +101,12 @@ export {
   finalizer,
   finalizerLifecycle,
   removeFinalizer,
+  validateFinalizerName,
 } from './finalizers.ts';
 export { InformerCache, type InformerOptions } from './informer-cache.ts';
 export { type LeaderElectionOptions, LeaderElector } from './leader-election.ts';
 export { Manager, type ManagerExit, type ManagerOptions } from './manager.ts';
+export type { ControllerClaim } from './owner-references.ts';
 export {
   claimController,
   controllerOf,
@@ -116,5 +121,7 @@ export {
   type ReflectorHealth,
   type ReflectorOptions,
 } from './reflector.ts';
+export { sharedCounter, sharedGauge, sharedHistogram, sharedMetric } from './shared-metrics.ts';
 export { BY_NAMESPACE, BY_OWNER_UID, type IndexFunction, Store, type StoreDelta } from './store.ts';
+export type { RunWorkersOptions } from './workqueue.ts';
 export { runWorkers, Workqueue, type WorkqueueOptions } from './workqueue.ts';

@@ -15,6 +15,8 @@ export interface InformerOptions {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   readonly metadataOnly?: boolean;
+  /** Keep `metadata.managedFields` in cached objects (for `hasDrifted(…, { fieldManager })`). */
+  readonly keepManagedFields?: boolean;
 }
 
 export class InformerCache {
@@ -44,6 +46,7 @@ export class InformerCache {
       opts.labelSelector ?? '',
       opts.fieldSelector ?? '',
       !!opts.metadataOnly,
+      !!opts.keepManagedFields,
     ]);
     let r = this.reflectors.get(id);
     if (!r) {
