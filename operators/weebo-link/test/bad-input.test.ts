@@ -123,6 +123,9 @@ describe('bad input', () => {
       (await eventReasons(env.admin, auth, 'bob')).includes('TargetExists') ? true : undefined,
     );
     assert.equal((await account(env, mail, 'bob'))?.metadata.labels?.['link.weebo.io/link'], undefined);
+    // The name freed (the unlabelled target deleted by its author), the waiting source gets its target.
+    await env.admin.delete(STALWART_ACCOUNT, 'bob', mail);
+    await waitState(env, mail, 'bob', 'Linked');
   });
 
   it('a removed rule triggers nothing on its targets, which count as orphans', async (t) => {

@@ -256,7 +256,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
     do {
       const page = await this.opts.client.transport.request<{
         metadata: { resourceVersion?: string; continue?: string };
-        items: T[];
+        items: T[] | null;
       }>({
         method: 'GET',
         path,
@@ -270,7 +270,8 @@ export class Reflector<T extends KubeObject = KubeObject> {
         accept: this.opts.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
         timeoutMs: 120_000,
       });
-      for (const item of page.items) items.push(this.prepare(item));
+      // A metadata-only list of nothing says `"items": null`.
+      for (const item of page.items ?? []) items.push(this.prepare(item));
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion ?? rv;
     } while (cont);

@@ -120,6 +120,24 @@ describe('the reflector', () => {
     assert.equal(reflector.watching, false, 'a stopped reflector does not follow the server');
   });
 
+  it('a metadata-only reflector over an empty namespace syncs (the server lists items: null)', async (t) => {
+    const ns = await env.namespace(t, 'empty-meta');
+    const reflector = new Reflector({
+      client: env.admin,
+      gvk: CONFIGMAP,
+      namespace: ns,
+      fieldSelector: 'metadata.name=none',
+      metadataOnly: true,
+      log: pino({ level: 'silent' }),
+    });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await eventually('synced', async () => (reflector.health().synced ? true : undefined), 5_000);
+    assert.equal(reflector.health().lastError, undefined);
+    assert.equal(reflector.watching, true);
+    assert.equal(reflector.store.list().length, 0);
+  });
+
   it('after a relist, reports the deletions that happened while it was not watching', async (t) => {
     const ns = await env.namespace(t, 'relist');
     for (const name of ['keep', 'drop'])

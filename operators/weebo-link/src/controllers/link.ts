@@ -1,9 +1,11 @@
 /**
  * One rule at run time: a controller whose keys are target keys (`namespace/name`).
  * It watches the target kind (one informer per kind, filtered on the link label, shared
- * by every rule of that kind) and the source kind in each of the rule's namespaces,
- * whose objects map to the key of the target they ask for. A reconcile reads the pair
- * from the caches, asks the domain what to do, and does it: thin by design.
+ * by every rule of that kind), the names in use in the rule's target namespace (metadata
+ * only, labelled or not, so an unlabelled target is found without a GET per creation),
+ * and the source kind in each of the rule's namespaces, whose objects map to the key of
+ * the target they ask for. A reconcile reads the pair from the caches, asks the domain
+ * what to do, and does it: thin by design.
  *
  * Never a write on a source: sources are only read. Departures missed while weebo-link
  * was down are found because every target is reconciled at start and at every resync.

@@ -42,11 +42,24 @@ export function parseSourceRef(
   return { namespace, name };
 }
 
+/**
+ * An object as CEL sees it, converted once per object: the caches hold immutable objects
+ * (a change arrives as a new object), and one source is read many times (its target's
+ * name on every change, the mapping on every reconcile of its target). Objects passed
+ * here must not be mutated afterwards.
+ */
+const celInputs = new WeakMap<KubeObject, Evaluation<CelValue>>();
+
 function celInput(obj: KubeObject): Evaluation<CelValue> {
-  // Through JSON: cached objects may carry `undefined` fields (the kit drops managedFields
-  // that way), which are not JSON values; absent is what CEL must see.
-  const v = fromJson(JSON.parse(JSON.stringify(obj)));
-  return v.ok ? v : { ok: false, path: '', message: v.error.message };
+  let input = celInputs.get(obj);
+  if (input === undefined) {
+    // Through JSON: cached objects may carry `undefined` fields (the kit drops managedFields
+    // that way), which are not JSON values; absent is what CEL must see.
+    const v = fromJson(JSON.parse(JSON.stringify(obj)));
+    input = v.ok ? v : { ok: false, path: '', message: v.error.message };
+    celInputs.set(obj, input);
+  }
+  return input;
 }
 
 function evaluateNode(node: MappingNode, vars: Readonly<Record<string, CelValue>>): Evaluation<JsonValue> {
