@@ -5,6 +5,7 @@
  */
 import {
   controllerReference,
+  customResourceDefinition,
   generationChanged,
   hasDrifted,
   type KubeObject,
@@ -21,43 +22,35 @@ export type Widget = KubeObject & {
   status?: { message?: string; observedGeneration?: number };
 };
 
-export const WIDGET_CRD: KubeObject = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'widgets.kit.test.io' },
-  spec: {
-    group: 'kit.test.io',
-    scope: 'Namespaced',
-    names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
+/** Written with the kit's own CRD helper, as operators write theirs. */
+export const WIDGET_CRD: KubeObject = customResourceDefinition({
+  group: 'kit.test.io',
+  kind: 'Widget',
+  plural: 'widgets',
+  scope: 'Namespaced',
+  versions: [
+    {
+      name: 'v1',
+      schema: {
+        type: 'object',
+        properties: {
+          spec: {
             type: 'object',
             properties: {
-              spec: {
-                type: 'object',
-                properties: {
-                  message: { type: 'string' },
-                  fail: { 'x-kubernetes-int-or-string': true },
-                  padding: { type: 'string' },
-                },
-              },
-              status: {
-                type: 'object',
-                properties: { message: { type: 'string' }, observedGeneration: { type: 'integer' } },
-              },
+              message: { type: 'string' },
+              fail: { 'x-kubernetes-int-or-string': true },
+              padding: { type: 'string' },
             },
+          },
+          status: {
+            type: 'object',
+            properties: { message: { type: 'string' }, observedGeneration: { type: 'integer' } },
           },
         },
       },
-    ],
-  },
-};
+    },
+  ],
+});
 
 /** Every write the sample makes, so tests can count them (a resync must make none). */
 export interface WriteLog {
