@@ -24,6 +24,8 @@ const exec = promisify(execFile);
 
 export interface Binaries {
   readonly kubeApiserver: string;
+  /** Run on request: garbage collection, namespace deletion, ClusterRole aggregation, tokens. */
+  readonly kubeControllerManager: string;
   readonly etcd: string;
   readonly kubectl: string;
   readonly helm: string;
@@ -33,6 +35,7 @@ export type Log = (message: string) => void;
 
 const BINARY_NAMES = {
   kubeApiserver: 'kube-apiserver',
+  kubeControllerManager: 'kube-controller-manager',
   etcd: 'etcd',
   kubectl: 'kubectl',
   helm: 'helm',
@@ -43,6 +46,9 @@ export function cacheRoot(): string {
   if (process.env.KUBE_OPERATORS_CACHE) return process.env.KUBE_OPERATORS_CACHE;
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'kube-operators-ts');
 }
+
+/** The binaries built from k8s.io/kubernetes, in one `go build` so they share its compiled packages. */
+const KUBERNETES_BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kubectl'] as const;
 
 function cachedDir(component: 'kubernetes' | 'etcd' | 'helm', version: string): string {
   return join(cacheRoot(), 'bin', `${component}-${version}`);
@@ -79,17 +85,20 @@ export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> 
   const k8sDir = cachedDir('kubernetes', KUBERNETES_VERSION);
   let kubeApiserver = await fromAssets(BINARY_NAMES.kubeApiserver);
   let kubectl = await fromAssets(BINARY_NAMES.kubectl);
-  if (!kubeApiserver || !kubectl) {
-    const a = join(k8sDir, 'kube-apiserver');
-    const c = join(k8sDir, 'kubectl');
-    if (!(await isExecutable(a)) || !(await isExecutable(c))) {
+  let kubeControllerManager = await fromAssets(BINARY_NAMES.kubeControllerManager);
+  if (!kubeApiserver || !kubectl || !kubeControllerManager) {
+    const built = KUBERNETES_BINARIES.map((n) => join(k8sDir, n));
+    const allBuilt = async (): Promise<boolean> =>
+      (await Promise.all(built.map(isExecutable))).every(Boolean);
+    if (!(await allBuilt())) {
       await withLock(join(cacheRoot(), 'locks', `kubernetes-${KUBERNETES_VERSION}`), log, async () => {
-        if ((await isExecutable(a)) && (await isExecutable(c))) return;
+        if (await allBuilt()) return;
         await buildKubernetes(KUBERNETES_VERSION, k8sDir, log);
       });
     }
-    kubeApiserver ??= a;
-    kubectl ??= c;
+    kubeApiserver ??= join(k8sDir, 'kube-apiserver');
+    kubectl ??= join(k8sDir, 'kubectl');
+    kubeControllerManager ??= join(k8sDir, 'kube-controller-manager');
   }
 
   let etcd = await fromAssets(BINARY_NAMES.etcd);
@@ -113,7 +122,7 @@ export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> 
       });
     }
   }
-  return { kubeApiserver, etcd, kubectl, helm };
+  return { kubeApiserver, kubeControllerManager, etcd, kubectl, helm };
 }
 
 function defaultLog(message: string): void {
@@ -184,7 +193,7 @@ function progress(what: string, log: Log): { onLine: (l: string) => void; stop: 
 
 async function buildKubernetes(version: string, dest: string, log: Log): Promise<void> {
   log(
-    `building kube-apiserver and kubectl ${version} with Go into ${dest}; the first build takes 10 to 25 ` +
+    `building ${KUBERNETES_BINARIES.join(", ")} ${version} with Go into ${dest}; the first build takes 10 to 25 ` +
       'minutes on two cores, later runs reuse it (set KUBEBUILDER_ASSETS to use prebuilt binaries instead)',
   );
   const work = join(cacheRoot(), 'build', `kubernetes-${version}`);
@@ -203,7 +212,7 @@ async function buildKubernetes(version: string, dest: string, log: Log): Promise
     `k8s.io/kubernetes ${version}`,
     staging.map((m) => `${m} => ${m} ${sv}`),
   );
-  const pkgs = ['k8s.io/kubernetes/cmd/kube-apiserver', 'k8s.io/kubernetes/cmd/kubectl'];
+  const pkgs = KUBERNETES_BINARIES.map((b) => `k8s.io/kubernetes/cmd/${b}`);
   await runGo(['get', ...pkgs.map((p) => `${p}@${version}`)], {
     cwd: work,
     purpose: `resolving the modules of kube-apiserver ${version}`,
@@ -211,20 +220,21 @@ async function buildKubernetes(version: string, dest: string, log: Log): Promise
   const out = join(work, 'out');
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
-  const p = progress('building kube-apiserver and kubectl', log);
+  const p = progress(`building ${KUBERNETES_BINARIES.join(', ')}`, log);
   try {
     await runGo(['build', '-v', '-o', `${out}/`, '-ldflags', versionLdflags(version), ...pkgs], {
       cwd: work,
       env: { CGO_ENABLED: '0' },
       onLine: p.onLine,
-      purpose: `building kube-apiserver and kubectl ${version}`,
+      purpose: `building ${KUBERNETES_BINARIES.join(', ')} ${version}`,
     });
   } finally {
     p.stop();
   }
   await checkVersion(join(out, 'kube-apiserver'), ['--version'], version);
-  await install(out, dest, ['kube-apiserver', 'kubectl']);
-  log(`kube-apiserver and kubectl ${version} are in ${dest}`);
+  await checkVersion(join(out, 'kube-controller-manager'), ['--version'], version);
+  await install(out, dest, KUBERNETES_BINARIES);
+  log(`${KUBERNETES_BINARIES.join(', ')} ${version} are in ${dest}`);
 }
 
 async function buildEtcd(version: string, dest: string, log: Log): Promise<void> {

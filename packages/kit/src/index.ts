@@ -1,4 +1,14 @@
-export { Backoff, type BackoffOptions } from './backoff.ts';
+export { Backoff, type BackoffOptions } from './base/backoff.ts';
+export { type Clock, FakeClock, realClock, sleep, type TimerHandle } from './base/clock.ts';
+export { sharedCounter, sharedGauge, sharedHistogram, sharedMetric } from './base/shared-metrics.ts';
+export { InformerCache, type InformerOptions } from './cache/informer-cache.ts';
+export {
+  Reflector,
+  type ReflectorHandler,
+  type ReflectorHealth,
+  type ReflectorOptions,
+} from './cache/reflector.ts';
+export { BY_NAMESPACE, BY_OWNER_UID, type IndexFunction, Store, type StoreDelta } from './cache/store.ts';
 export {
   type ApplyOptions,
   type DeleteOptions,
@@ -48,19 +58,6 @@ export {
   type WatchOptions,
   watch,
 } from './client/watch.ts';
-export { type Clock, FakeClock, realClock, sleep, type TimerHandle } from './clock.ts';
-export {
-  type Condition,
-  type ConditionStatus,
-  type ConditionUpdate,
-  findCondition,
-  InvalidConditionError,
-  isFalse,
-  isTrue,
-  removeCondition,
-  setCondition,
-  validateCondition,
-} from './conditions.ts';
 export {
   Controller,
   ControllerBuilder,
@@ -74,7 +71,23 @@ export {
   type ReconcileResult,
   type Reconciler,
   TerminalError,
-} from './controller.ts';
+} from './control/controller.ts';
+export { type LeaderElectionOptions, LeaderElector } from './control/leader-election.ts';
+export { Manager, type ManagerExit, type ManagerOptions } from './control/manager.ts';
+export type { RunWorkersOptions } from './control/workqueue.ts';
+export { runWorkers, Workqueue, type WorkqueueOptions } from './control/workqueue.ts';
+export {
+  type Condition,
+  type ConditionStatus,
+  type ConditionUpdate,
+  findCondition,
+  InvalidConditionError,
+  isFalse,
+  isTrue,
+  removeCondition,
+  setCondition,
+  validateCondition,
+} from './objects/conditions.ts';
 export {
   type CrdDefinition,
   type CrdVersion,
@@ -83,9 +96,9 @@ export {
   type JSONSchemaProps,
   type PrinterColumn,
   type ValidationRule,
-} from './crd.ts';
-export type { DriftOptions } from './drift.ts';
-export { DriftReason, type DriftResult, drift, hasDrifted } from './drift.ts';
+} from './objects/crd.ts';
+export type { DriftOptions } from './objects/drift.ts';
+export { DriftReason, type DriftResult, drift, hasDrifted } from './objects/drift.ts';
 export {
   type EventInput,
   type EventObject,
@@ -93,7 +106,7 @@ export {
   type EventRecorderOptions,
   EventType,
   microTime,
-} from './events.ts';
+} from './objects/events.ts';
 export {
   addFinalizer,
   type FinalizerOutcome,
@@ -102,11 +115,8 @@ export {
   finalizerLifecycle,
   removeFinalizer,
   validateFinalizerName,
-} from './finalizers.ts';
-export { InformerCache, type InformerOptions } from './informer-cache.ts';
-export { type LeaderElectionOptions, LeaderElector } from './leader-election.ts';
-export { Manager, type ManagerExit, type ManagerOptions } from './manager.ts';
-export type { ControllerClaim } from './owner-references.ts';
+} from './objects/finalizers.ts';
+export type { ControllerClaim } from './objects/owner-references.ts';
 export {
   claimController,
   controllerOf,
@@ -114,14 +124,4 @@ export {
   isControlledBy,
   isOwnedBy,
   ownerReference,
-} from './owner-references.ts';
-export {
-  Reflector,
-  type ReflectorHandler,
-  type ReflectorHealth,
-  type ReflectorOptions,
-} from './reflector.ts';
-export { sharedCounter, sharedGauge, sharedHistogram, sharedMetric } from './shared-metrics.ts';
-export { BY_NAMESPACE, BY_OWNER_UID, type IndexFunction, Store, type StoreDelta } from './store.ts';
-export type { RunWorkersOptions } from './workqueue.ts';
-export { runWorkers, Workqueue, type WorkqueueOptions } from './workqueue.ts';
+} from './objects/owner-references.ts';

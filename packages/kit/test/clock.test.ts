@@ -1,7 +1,7 @@
 /** The fake clock that the queue, backoff and event tests rely on moves only when told, in order. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FAKE_CLOCK_EPOCH_MS, FakeClock, realClock, settle, sleep } from '../src/clock.ts';
+import { FAKE_CLOCK_EPOCH_MS, FakeClock, realClock, settle, sleep } from '../src/base/clock.ts';
 
 describe('clock: FakeClock', () => {
   it('stands still until advanced, from a fixed epoch', () => {

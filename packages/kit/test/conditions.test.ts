@@ -19,7 +19,7 @@ import {
   removeCondition,
   setCondition,
   timestamp,
-} from '../src/conditions.ts';
+} from '../src/objects/conditions.ts';
 
 const T0 = new Date('2026-03-01T10:00:00.000Z');
 const T1 = new Date('2026-03-01T10:05:00.789Z');

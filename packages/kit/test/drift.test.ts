@@ -8,7 +8,7 @@ import { before, describe, it } from 'node:test';
 import { type TestEnv, testEnv } from '@operators/controlplane/testing';
 import fc from 'fast-check';
 import type { KubeObject } from '../src/client/types.ts';
-import { DriftReason, drift, hasDrifted } from '../src/drift.ts';
+import { DriftReason, drift, hasDrifted } from '../src/objects/drift.ts';
 
 type Json = string | number | boolean | null | Json[] | { [k: string]: Json };
 type Path = readonly (string | number)[];

@@ -7,9 +7,14 @@ import { before, describe, it, type TestContext } from 'node:test';
 import { type TestEnv, testEnv } from '@operators/controlplane/testing';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
+import { FakeClock } from '../src/base/clock.ts';
 import type { KubeObject } from '../src/client/types.ts';
-import { FakeClock } from '../src/clock.ts';
-import { type EventObject, EventRecorder, type EventRecorderOptions, microTime } from '../src/events.ts';
+import {
+  type EventObject,
+  EventRecorder,
+  type EventRecorderOptions,
+  microTime,
+} from '../src/objects/events.ts';
 
 const EVENT = { apiVersion: 'events.k8s.io/v1', kind: 'Event' } as const;
 const CONTROLLER = 'kit.example.com/widget-controller';

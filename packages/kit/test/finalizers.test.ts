@@ -13,7 +13,7 @@ import {
   finalizerLifecycle,
   removeFinalizer,
   validateFinalizerName,
-} from '../src/finalizers.ts';
+} from '../src/objects/finalizers.ts';
 
 const OURS = 'kit.example.com/cleanup';
 const THEIRS = 'other.example.com/protect';

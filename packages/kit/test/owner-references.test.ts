@@ -10,7 +10,7 @@ import {
   isControlledBy,
   isOwnedBy,
   ownerReference,
-} from '../src/owner-references.ts';
+} from '../src/objects/owner-references.ts';
 
 const owner: KubeObject = {
   apiVersion: 'example.com/v1',

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Counter, Registry } from 'prom-client';
-import { FakeClock, settle } from '../src/clock.ts';
-import { DEFAULT_MAX_DELAY_MS, runWorkers, Workqueue } from '../src/workqueue.ts';
+import { FakeClock, settle } from '../src/base/clock.ts';
+import { DEFAULT_MAX_DELAY_MS, runWorkers, Workqueue } from '../src/control/workqueue.ts';
 
 function queue(clock = new FakeClock(), registry?: Registry): { q: Workqueue; clock: FakeClock } {
   return { q: new Workqueue({ name: 'test', clock, registry }), clock };

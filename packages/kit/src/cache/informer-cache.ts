@@ -4,9 +4,9 @@
  * one watch and one copy of every Secret.
  */
 import type { Logger } from 'pino';
-import type { KubeClient } from './client/client.ts';
-import type { GroupVersionKind, KubeObject } from './client/types.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../base/clock.ts';
+import type { KubeClient } from '../client/client.ts';
+import type { GroupVersionKind, KubeObject } from '../client/types.ts';
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from './reflector.ts';
 
 /** How a kind is watched; part of the informer's identity. */

@@ -26,14 +26,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { hostname } from 'node:os';
 import { type Logger, pino } from 'pino';
 import { collectDefaultMetrics, type Gauge, Registry } from 'prom-client';
-import type { KubeClient } from './client/client.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../base/clock.ts';
+import { sharedGauge } from '../base/shared-metrics.ts';
+import { InformerCache } from '../cache/informer-cache.ts';
+import type { ReflectorOptions } from '../cache/reflector.ts';
+import type { KubeClient } from '../client/client.ts';
+import { EventRecorder } from '../objects/events.ts';
 import { type Controller, ControllerBuilder } from './controller.ts';
-import { EventRecorder } from './events.ts';
-import { InformerCache } from './informer-cache.ts';
 import { LeaderElector } from './leader-election.ts';
-import type { ReflectorOptions } from './reflector.ts';
-import { sharedGauge } from './shared-metrics.ts';
 
 export interface ManagerOptions {
   /** The operator's name: field manager prefix, event reporter, lease name. */

@@ -17,8 +17,8 @@
  * {@link runWorkers} is that loop for N workers.
  */
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import { sharedCounter, sharedGauge, sharedHistogram } from './shared-metrics.ts';
+import { type Clock, realClock, type TimerHandle } from '../base/clock.ts';
+import { sharedCounter, sharedGauge, sharedHistogram } from '../base/shared-metrics.ts';
 
 /** client-go's default first retry delay: fast enough that a transient conflict costs nothing. */
 export const DEFAULT_BASE_DELAY_MS = 5;

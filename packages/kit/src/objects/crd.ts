@@ -4,7 +4,7 @@
  * schema, its CEL validation rules and the operator's types live side by side.
  */
 import { stringify } from 'yaml';
-import type { KubeObject } from './client/types.ts';
+import type { KubeObject } from '../client/types.ts';
 
 /** One `x-kubernetes-validations` rule: CEL evaluated by the apiserver at admission. */
 export interface ValidationRule {

@@ -12,11 +12,11 @@
  */
 import { type Logger, pino } from 'pino';
 import type { Counter, Registry } from 'prom-client';
-import type { KubeClient } from './client/client.ts';
-import { ApiErrorReason, isApiError } from './client/errors.ts';
-import type { KubeObject } from './client/types.ts';
-import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import { sharedCounter } from './shared-metrics.ts';
+import { type Clock, realClock, type TimerHandle } from '../base/clock.ts';
+import { sharedCounter } from '../base/shared-metrics.ts';
+import type { KubeClient } from '../client/client.ts';
+import { ApiErrorReason, isApiError } from '../client/errors.ts';
+import type { KubeObject } from '../client/types.ts';
 
 export const EventType = {
   /** Something happened as it should: created, updated, converged. */

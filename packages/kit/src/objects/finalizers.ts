@@ -6,10 +6,10 @@
  * makes our patch fail instead of making it wrong; {@link finalizer} puts the two
  * together the way kube-rs's `finalizer()` does.
  */
-import type { KubeClient } from './client/client.ts';
-import { gvkOf, type JsonPatchOp } from './client/client.ts';
-import { ApiErrorReason, isApiError } from './client/errors.ts';
-import type { KubeObject } from './client/types.ts';
+import type { KubeClient } from '../client/client.ts';
+import { gvkOf, type JsonPatchOp } from '../client/client.ts';
+import { ApiErrorReason, isApiError } from '../client/errors.ts';
+import type { KubeObject } from '../client/types.ts';
 
 /**
  * What to do with an object, given whether it carries our finalizer and whether it is

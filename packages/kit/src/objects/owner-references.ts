@@ -5,7 +5,7 @@
  * ownership is by UID, as the garbage collector sees it, never by name (a deleted and
  * recreated owner is another owner).
  */
-import type { KubeObject, OwnerReference } from './client/types.ts';
+import type { KubeObject, OwnerReference } from '../client/types.ts';
 
 /**
  * The reference a controller puts on what it creates: `controller: true` (one object

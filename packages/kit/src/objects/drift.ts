@@ -9,7 +9,7 @@
  * compare. Pure; the answer names the first differing path, for the log line that
  * says why an object was written.
  */
-import type { KubeObject, ManagedFieldsEntry } from './client/types.ts';
+import type { KubeObject, ManagedFieldsEntry } from '../client/types.ts';
 
 /** Why an object is drifted. */
 export const DriftReason = {

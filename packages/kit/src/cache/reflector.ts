@@ -22,14 +22,14 @@
  * pass `keepManagedFields` to keep it.
  */
 import type { Logger } from 'pino';
-import { Backoff } from './backoff.ts';
-import type { KubeClient } from './client/client.ts';
-import { withGvk } from './client/client.ts';
-import { resourcePath } from './client/discovery.ts';
-import { ApiErrorReason, isApiError } from './client/errors.ts';
-import type { GroupVersionKind, KubeObject, ResourceInfo } from './client/types.ts';
-import { METADATA_LIST_ACCEPT, watch } from './client/watch.ts';
-import { type Clock, realClock, sleep } from './clock.ts';
+import { Backoff } from '../base/backoff.ts';
+import { type Clock, realClock, sleep } from '../base/clock.ts';
+import type { KubeClient } from '../client/client.ts';
+import { withGvk } from '../client/client.ts';
+import { resourcePath } from '../client/discovery.ts';
+import { ApiErrorReason, isApiError } from '../client/errors.ts';
+import type { GroupVersionKind, KubeObject, ResourceInfo } from '../client/types.ts';
+import { METADATA_LIST_ACCEPT, watch } from '../client/watch.ts';
 import { Store, type StoreDelta } from './store.ts';
 
 export interface ReflectorOptions {

@@ -5,7 +5,7 @@
  * (the kit never mutates them) and must be treated as read-only by controllers. A copy
  * per read would double the memory of a large cache and the cost of every reconcile.
  */
-import { type KubeObject, type ObjectKey, objectKey } from './client/types.ts';
+import { type KubeObject, type ObjectKey, objectKey } from '../client/types.ts';
 
 /** Maps an object to the index values it is found under (none, one or many). */
 export type IndexFunction<T extends KubeObject> = (obj: T) => readonly string[];

@@ -17,7 +17,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Counter, Histogram, Registry } from 'prom-client';
-import type { KubeClient } from './client/client.ts';
+import type { Clock } from '../base/clock.ts';
+import { realClock } from '../base/clock.ts';
+import { sharedCounter, sharedHistogram } from '../base/shared-metrics.ts';
+import type { InformerCache, InformerOptions } from '../cache/informer-cache.ts';
+import type { Reflector } from '../cache/reflector.ts';
+import type { StoreDelta } from '../cache/store.ts';
+import type { KubeClient } from '../client/client.ts';
 import {
   type GroupVersionKind,
   type KubeObject,
@@ -25,13 +31,7 @@ import {
   objectKey,
   parseApiVersion,
   splitKey,
-} from './client/types.ts';
-import type { Clock } from './clock.ts';
-import { realClock } from './clock.ts';
-import type { InformerCache, InformerOptions } from './informer-cache.ts';
-import type { Reflector } from './reflector.ts';
-import { sharedCounter, sharedHistogram } from './shared-metrics.ts';
-import type { StoreDelta } from './store.ts';
+} from '../client/types.ts';
 import { runWorkers, Workqueue } from './workqueue.ts';
 
 /** What a reconcile is asked to do: bring the object with this key to its desired state. */

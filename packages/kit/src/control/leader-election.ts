@@ -14,11 +14,11 @@
  * racing for an expired lease cannot both win.
  */
 import type { Logger } from 'pino';
-import type { KubeClient } from './client/client.ts';
-import { ApiErrorReason, isApiError } from './client/errors.ts';
-import type { KubeObject } from './client/types.ts';
-import { type Clock, realClock, sleep } from './clock.ts';
-import { microTime } from './events.ts';
+import { type Clock, realClock, sleep } from '../base/clock.ts';
+import type { KubeClient } from '../client/client.ts';
+import { ApiErrorReason, isApiError } from '../client/errors.ts';
+import type { KubeObject } from '../client/types.ts';
+import { microTime } from '../objects/events.ts';
 
 export interface LeaderElectionOptions {
   readonly namespace: string;
