@@ -5,15 +5,13 @@
  *    ConfigMap and status, against a bare loop making the same 4,000 API calls with the
  *    same concurrency. Target ratio: at most 1.3.
  * 2. Resync: one full resync of the 2,000 converged objects; target: zero writes.
- * 3. Memory: 10,000 cached ConfigMaps of about 2 KB; bytes per object against the
- *    objects' JSON size. Target: under 3×.
+ *
+ * The cache's memory at scale is measured by bench/kit-memory.bench.ts, one process per case.
  *
  *   npm run bench:kit
  */
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { privateTestEnv } from '@operators/controlplane/testing';
-import { type KubeObject, Manager } from '@operators/kit';
+import { Manager } from '@operators/kit';
 import { pino } from 'pino';
 import {
   addSampleController,
@@ -27,7 +25,6 @@ import {
 
 const N = Number(process.env.N ?? 2000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
-const MEMORY_N = Number(process.env.MEMORY_N ?? 10_000);
 
 const env = await privateTestEnv({ log: () => {} });
 await env.installCrds([WIDGET_CRD]);
@@ -97,7 +94,12 @@ const ns = 'bench-kit';
 await seed(ns);
 const writes = newWriteLog();
 const manager = new Manager({ name: 'bench', client: env.admin, logger: pino({ level: 'silent' }) });
-addSampleController(manager, { namespace: ns, writes, concurrency: CONCURRENCY, resyncMs: 3_600_000 });
+const c = addSampleController(manager, {
+  namespace: ns,
+  writes,
+  concurrency: CONCURRENCY,
+  resyncMs: 3_600_000,
+});
 t = performance.now();
 await manager.start();
 const converged = async (): Promise<boolean> => {
@@ -119,36 +121,11 @@ console.log(`convergence ratio kit/bare: ${(kitMs / bareMs).toFixed(2)} (target 
 // 2. A full resync of converged objects: every key reconciled, nothing written.
 await new Promise((r) => setTimeout(r, 1_000));
 const before = { ...writes };
-const c = (
-  manager as unknown as {
-    controllers: { primary: { store: { keys(): Iterable<string> } }; queue: { add(k: string): void } }[];
-  }
-).controllers[0];
-for (const key of c?.primary.store.keys() ?? []) c?.queue.add(key);
+for (const key of c.primary.store.keys()) c.queue.add(key);
 while (writes.reconciles < before.reconciles + N) await new Promise((r) => setTimeout(r, 20));
 console.log(
   `full resync of ${N} converged objects: ${writes.reconciles - before.reconciles} reconciles, ${writes.configMaps - before.configMaps + writes.statuses - before.statuses} writes (target 0)`,
 );
 await manager.stop();
 
-// 3. Memory, in a child with --expose-gc so that heap figures are exact.
-const memNs = 'bench-memory';
-await env.admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: memNs } });
-const payload = 'x'.repeat(1700);
-await pool(
-  Array.from({ length: MEMORY_N }, (_, i) => i),
-  32,
-  (i) =>
-    env.admin.create({
-      ...CONFIGMAP,
-      metadata: { name: `cm-${i}`, namespace: memNs, labels: { app: 'bench', index: String(i) } },
-      data: { payload: `${i}-${payload}` },
-    } as KubeObject),
-);
-const r = spawnSync(
-  process.execPath,
-  ['--expose-gc', join(import.meta.dirname, 'support', 'kit-memory.ts'), env.kubeconfigPath, memNs],
-  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-);
-process.stdout.write(r.stdout);
 await env.close();

@@ -1,7 +1,9 @@
 /**
  * `npm run up`: the main job. Starts a local control plane (building its binaries the
- * first time), installs every operator's CRDs, starts every operator that provides a
- * local runner, and keeps it all running until Ctrl-C.
+ * first time) with kube-controller-manager (garbage collection, namespace deletion,
+ * ClusterRole aggregation; `npm run up -- --no-controller-manager` leaves it out),
+ * installs every operator's CRDs, starts every operator that provides a local runner,
+ * and keeps it all running until Ctrl-C.
  *
  * Conventions an operator follows to join:
  * - `operators/<name>/crds/*.yaml`: its generated CRDs, installed here.
@@ -54,7 +56,8 @@ async function main(): Promise<void> {
   const log = (m: string): void => {
     process.stdout.write(`[up] ${m}\n`);
   };
-  const plane = await ControlPlane.start({ log: (m) => log(m) });
+  const controllerManager = !process.argv.slice(2).includes('--no-controller-manager');
+  const plane = await ControlPlane.start({ log: (m) => log(m), controllerManager });
   const stateDir = join(root, '.tmp');
   mkdirSync(stateDir, { recursive: true });
   const kubeconfig = join(stateDir, 'kubeconfig');
@@ -81,7 +84,8 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       '',
-      `The control plane is up at ${plane.url} (Kubernetes, etcd and kubectl built for this project).`,
+      `The control plane is up at ${plane.url} (Kubernetes, etcd and kubectl built for this project` +
+        `${controllerManager ? ', with kube-controller-manager' : ''}).`,
       'In another terminal:',
       '',
       `  export KUBECONFIG=${kubeconfig}`,

@@ -59,7 +59,8 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   const { manager } = createOperator({
     client,
     deciderNamespace,
-    port: 0,
+    healthPort: 0,
+    metrics: { port: 0 },
     onReconciled: (r) => {
       if (announced && (r.applied > 0 || r.deleted > 0)) {
         log(`${r.source}: ${r.publication}: ${r.applied} objects written, ${r.deleted} deleted`);
@@ -104,8 +105,8 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
     'look: kubectl get blocklistsources; kubectl get ciliumcidrgroups,ciliumclusterwidenetworkpolicies; ' +
       `kubectl -n ${deciderNamespace} get configmaps -l edge.exoledge.io/source`,
   );
-  const endpoint = manager.endpoint;
-  if (endpoint) log(`health and metrics: http://127.0.0.1:${endpoint.port}/metrics`);
+  const metrics = manager.metricsEndpoint;
+  if (metrics) log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
   return {
     async stop() {
       await manager.stop();

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ApiErrorReason, isApiError, KubeClient } from '@operators/kit';
+import { ApiErrorReason, DEFAULT_CLIENT_RATE_LIMIT, isApiError, KubeClient } from '@operators/kit';
+import { Registry } from 'prom-client';
 import { BLOCKLIST_SOURCE } from './api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY } from './api/cilium.ts';
 import { DEFAULT_FETCH_LIMITS } from './controllers/blocklist-source.ts';
@@ -19,7 +20,11 @@ export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
   --decider-namespace NS            (EXOLEDGE_DECIDER_NAMESPACE) where decider ConfigMaps go; default ${DEFAULT_DECIDER_NAMESPACE}
   --leader-election-namespace NS    (EXOLEDGE_LEADER_ELECTION_NAMESPACE, else POD_NAMESPACE) elect a leader
                                     through the Lease exoledge-operator.edge.exoledge.io; off when neither is set
-  --metrics-port N                  (EXOLEDGE_METRICS_PORT) /healthz, /readyz and /metrics; default 8081
+  --health-port N                   (EXOLEDGE_HEALTH_PORT) /healthz and /readyz; default 8081
+  --metrics-port N                  (EXOLEDGE_METRICS_PORT) /metrics; default 8443 (HTTPS, callers checked
+                                    with TokenReview + SubjectAccessReview), 8080 with --insecure-metrics
+  --insecure-metrics                (EXOLEDGE_METRICS_SECURE=false) plain HTTP /metrics on 127.0.0.1 only
+  --metrics-cert-dir DIR            (EXOLEDGE_METRICS_CERT_DIR) tls.crt and tls.key; self-signed when absent
   --fetch-timeout DURATION          (EXOLEDGE_FETCH_TIMEOUT) one read of a list, all included; default 2m
   --max-list-bytes N                (EXOLEDGE_MAX_LIST_BYTES) largest list accepted, decoded; default 268435456
   --extra-ca FILE                   (EXOLEDGE_EXTRA_CA) PEM CAs trusted for https lists besides the system's
@@ -30,13 +35,22 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+function portOf(flag: string, text: string | number): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`${flag}: not a port: ${text}`, 2);
+  return port;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       kubeconfig: { type: 'string' },
       'decider-namespace': { type: 'string' },
       'leader-election-namespace': { type: 'string' },
+      'health-port': { type: 'string' },
       'metrics-port': { type: 'string' },
+      'insecure-metrics': { type: 'boolean' },
+      'metrics-cert-dir': { type: 'string' },
       'fetch-timeout': { type: 'string' },
       'max-list-bytes': { type: 'string' },
       'extra-ca': { type: 'string' },
@@ -48,8 +62,13 @@ async function main(): Promise<void> {
     return;
   }
   const env = process.env;
-  const port = Number(values['metrics-port'] ?? env.EXOLEDGE_METRICS_PORT ?? 8081);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--metrics-port: not a port: ${port}`, 2);
+  const secureMetrics = !values['insecure-metrics'] && env.EXOLEDGE_METRICS_SECURE !== 'false';
+  const healthPort = portOf('--health-port', values['health-port'] ?? env.EXOLEDGE_HEALTH_PORT ?? 8081);
+  const metricsPort = portOf(
+    '--metrics-port',
+    values['metrics-port'] ?? env.EXOLEDGE_METRICS_PORT ?? (secureMetrics ? 8443 : 8080),
+  );
+  const certDir = values['metrics-cert-dir'] ?? env.EXOLEDGE_METRICS_CERT_DIR;
   const timeoutText = values['fetch-timeout'] ?? env.EXOLEDGE_FETCH_TIMEOUT;
   const timeoutMs = timeoutText === undefined ? DEFAULT_FETCH_LIMITS.timeoutMs : parseDuration(timeoutText);
   if (!timeoutMs) fail(`--fetch-timeout: not a duration such as 2m or 90s: ${timeoutText}`, 2);
@@ -63,7 +82,11 @@ async function main(): Promise<void> {
   const leaderElectionNamespace =
     values['leader-election-namespace'] ?? env.EXOLEDGE_LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE;
 
-  const client = await KubeClient.load(values.kubeconfig ?? env.KUBECONFIG);
+  const registry = new Registry();
+  const client = await KubeClient.load(values.kubeconfig ?? env.KUBECONFIG, {
+    rateLimit: DEFAULT_CLIENT_RATE_LIMIT,
+    registry,
+  });
   for (const gvk of [BLOCKLIST_SOURCE, CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY]) {
     try {
       await client.resolve(gvk);
@@ -81,12 +104,19 @@ async function main(): Promise<void> {
     client,
     deciderNamespace,
     ...(leaderElectionNamespace ? { leaderElectionNamespace } : {}),
-    port,
+    healthPort,
+    metrics: secureMetrics
+      ? { port: metricsPort, secure: certDir ? { tls: { certDir } } : {} }
+      : { port: metricsPort },
+    registry,
     fetch: { timeoutMs, maxBytes, ...(caFile ? { ca: readFileSync(caFile, 'utf8') } : {}) },
   });
   manager.installSignalHandlers();
   await manager.start();
-  manager.log.info({ deciderNamespace, leaderElectionNamespace, port }, 'exoledge operator started');
+  manager.log.info(
+    { deciderNamespace, leaderElectionNamespace, healthPort, metricsPort, secureMetrics },
+    'exoledge operator started',
+  );
 }
 
 main().catch((err: unknown) => fail(err instanceof Error ? (err.stack ?? err.message) : String(err), 1));

@@ -17,8 +17,12 @@ export interface OperatorOptions extends BlocklistSourceControllerOptions {
   readonly client: KubeClient;
   /** Elect a leader through a Lease in this namespace; one replica when absent. */
   readonly leaderElectionNamespace?: string;
-  /** /healthz, /readyz and /metrics on this port; none when absent. */
-  readonly port?: number;
+  /** /healthz and /readyz on this port (every address); none when absent. */
+  readonly healthPort?: number;
+  /** /metrics; none when absent. Loopback HTTP by default; `secure` for HTTPS with TokenReview + SubjectAccessReview. */
+  readonly metrics?: ManagerOptions['metrics'];
+  /** The registry the client counts its requests on too; the manager makes one when absent. */
+  readonly registry?: ManagerOptions['registry'];
   readonly logger?: ManagerOptions['logger'];
 }
 
@@ -34,7 +38,9 @@ export function createOperator(opts: OperatorOptions): Operator {
     ...(opts.leaderElectionNamespace
       ? { leaderElection: { namespace: opts.leaderElectionNamespace, name: LEASE_NAME } }
       : {}),
-    ...(opts.port === undefined ? {} : { endpoint: { port: opts.port } }),
+    ...(opts.healthPort === undefined ? {} : { healthProbe: { port: opts.healthPort } }),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.registry ? { registry: opts.registry } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
   const blocklistSources = addBlocklistSourceController(manager, opts);

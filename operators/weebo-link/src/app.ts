@@ -1,11 +1,12 @@
 /**
- * weebo-link assembled: a kit Manager (Lease leader election, health and metrics
- * endpoint, Events) with the rules controller, which starts one link controller per
+ * weebo-link assembled: a kit Manager (Lease leader election, health probes, metrics,
+ * Events) with the rules controller, which starts one link controller per
  * valid rule. Used by the process (`main.ts`), the local run, the tests and the bench.
  */
-import type { KubeClient } from '@operators/kit';
+import type { KubeClient, MetricsEndpointOptions, ProbeEndpointOptions } from '@operators/kit';
 import { Manager } from '@operators/kit';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { RulesController } from './controllers/rules.ts';
 
 export interface WeeboLinkOptions {
@@ -22,7 +23,12 @@ export interface WeeboLinkOptions {
         readonly renewDeadlineMs?: number;
         readonly retryPeriodMs?: number;
       };
-  readonly endpoint?: { readonly port: number; readonly host?: string };
+  /** `/healthz` and `/readyz` for the kubelet; none when omitted. */
+  readonly healthProbe?: ProbeEndpointOptions;
+  /** `/metrics`: loopback by default, or HTTPS with TokenReview + SubjectAccessReview (`secure`). */
+  readonly metrics?: MetricsEndpointOptions;
+  /** The registry the client counts its requests on too; the manager makes one when omitted. */
+  readonly registry?: Registry;
   readonly logger?: Logger;
   readonly resyncMs?: number;
   readonly concurrency?: number;
@@ -40,7 +46,9 @@ export async function startWeeboLink(opts: WeeboLinkOptions): Promise<WeeboLink>
     name: 'weebo-link',
     client: opts.client,
     logger: opts.logger,
-    endpoint: opts.endpoint,
+    healthProbe: opts.healthProbe,
+    metrics: opts.metrics,
+    registry: opts.registry,
     shutdownTimeoutMs: 10_000,
     ...(le
       ? {

@@ -39,7 +39,13 @@ export async function runLocal(ctx: {
   );
   const logger = pino({ level: 'warn' });
   const stalwart = await startFakeStalwart({ client, namespace: 'mail', logger });
-  const link = await startWeeboLink({ client, namespace: 'weebo-link', logger, endpoint: { port: 0 } });
+  const link = await startWeeboLink({
+    client,
+    namespace: 'weebo-link',
+    logger,
+    healthProbe: { port: 0 },
+    metrics: { port: 0 },
+  });
   for (const [name, isActive] of [
     ['alice', true],
     ['bob', true],
@@ -47,7 +53,7 @@ export async function runLocal(ctx: {
   ] as const)
     await client.apply(authentikUser(name, 'auth', { isActive }), { fieldManager: 'up', force: true });
   log(
-    `rule authentik-user-stalwart-account loaded; users alice, bob, carol in auth; metrics on :${link.manager.endpoint?.port}/metrics`,
+    `rule authentik-user-stalwart-account loaded; users alice, bob, carol in auth; metrics on :${link.manager.metricsEndpoint?.port}/metrics`,
   );
   log('watch:  kubectl get stalwartaccount -A -l link.weebo.io/link -L link.weebo.io/state -w');
   log(`lock:   kubectl -n auth patch authentikuser bob --type merge -p '{"spec":{"isActive":false}}'`);

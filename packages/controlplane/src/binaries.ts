@@ -1,8 +1,12 @@
 /**
- * Finds or builds kube-apiserver, etcd, kubectl and helm.
+ * Finds or builds kube-apiserver, kube-controller-manager, etcd, kubectl and helm.
  *
  * Order of precedence, per binary:
  *  1. `KUBEBUILDER_ASSETS`, the envtest convention: a folder holding prebuilt binaries.
+ *     envtest's folders hold no kube-controller-manager: when the folder provides
+ *     kube-apiserver and kubectl, the controller manager is taken from there or not at
+ *     all (never a build, never a cached one of another version), and only a plane
+ *     that asks for it fails, saying so.
  *  2. The cache, `~/.cache/kube-operators-ts/bin/<component>-<version>/`, one folder per
  *     version so a bump never runs a stale binary.
  *  3. A build with Go from the module proxy into that cache. Binaries are written to a
@@ -24,8 +28,11 @@ const exec = promisify(execFile);
 
 export interface Binaries {
   readonly kubeApiserver: string;
-  /** Run on request: garbage collection, namespace deletion, ClusterRole aggregation, tokens. */
-  readonly kubeControllerManager: string;
+  /**
+   * Run on request: garbage collection, namespace deletion, ClusterRole aggregation,
+   * tokens. Undefined only when KUBEBUILDER_ASSETS provides the apiserver but not this.
+   */
+  readonly kubeControllerManager: string | undefined;
   readonly etcd: string;
   readonly kubectl: string;
   readonly helm: string;
@@ -64,7 +71,7 @@ async function isExecutable(path: string): Promise<boolean> {
 }
 
 /**
- * Returns the four binaries, building what is missing. The first build takes many
+ * Returns the binaries, building what is missing. The first build takes many
  * minutes on two cores and reports progress through `log`; later calls return in
  * milliseconds.
  */
@@ -86,7 +93,9 @@ export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> 
   let kubeApiserver = await fromAssets(BINARY_NAMES.kubeApiserver);
   let kubectl = await fromAssets(BINARY_NAMES.kubectl);
   let kubeControllerManager = await fromAssets(BINARY_NAMES.kubeControllerManager);
-  if (!kubeApiserver || !kubectl || !kubeControllerManager) {
+  // The controller manager comes from where the apiserver comes from: a prebuilt
+  // apiserver of unknown version next to a cached controller manager could be skewed.
+  if (!kubeApiserver || !kubectl) {
     const built = KUBERNETES_BINARIES.map((n) => join(k8sDir, n));
     const allBuilt = async (): Promise<boolean> =>
       (await Promise.all(built.map(isExecutable))).every(Boolean);
@@ -193,7 +202,7 @@ function progress(what: string, log: Log): { onLine: (l: string) => void; stop: 
 
 async function buildKubernetes(version: string, dest: string, log: Log): Promise<void> {
   log(
-    `building ${KUBERNETES_BINARIES.join(", ")} ${version} with Go into ${dest}; the first build takes 10 to 25 ` +
+    `building ${KUBERNETES_BINARIES.join(', ')} ${version} with Go into ${dest}; the first build takes 10 to 25 ` +
       'minutes on two cores, later runs reuse it (set KUBEBUILDER_ASSETS to use prebuilt binaries instead)',
   );
   const work = join(cacheRoot(), 'build', `kubernetes-${version}`);

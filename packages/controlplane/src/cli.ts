@@ -13,12 +13,17 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (cmd) {
     case 'build': {
       const b = await resolveBinaries();
-      for (const [name, path] of Object.entries(b)) process.stdout.write(`${name.padEnd(14)} ${path}\n`);
+      for (const [name, path] of Object.entries(b)) {
+        process.stdout.write(`${name.padEnd(22)} ${path ?? '(none in KUBEBUILDER_ASSETS)'}\n`);
+      }
       return 0;
     }
     case 'version': {
       const b = await resolveBinaries();
       process.stdout.write(execFileSync(b.kubeApiserver, ['--version'], { encoding: 'utf8' }));
+      if (b.kubeControllerManager) {
+        process.stdout.write(execFileSync(b.kubeControllerManager, ['--version'], { encoding: 'utf8' }));
+      }
       process.stdout.write(execFileSync(b.etcd, ['--version'], { encoding: 'utf8' }).split('\n')[0] + '\n');
       process.stdout.write(execFileSync(b.helm, ['version', '--short'], { encoding: 'utf8' }));
       return 0;

@@ -1,14 +1,19 @@
 /**
  * One real control plane: etcd and kube-apiserver on free loopback ports, with
  * generated certificates, RBAC authorisation and service-account token signing, the
- * way controller-runtime's envtest starts one.
+ * way controller-runtime's envtest starts one; and, on request, kube-controller-manager
+ * (garbage collection, namespace deletion, ClusterRole aggregation: see
+ * controller-manager.ts).
  *
  * Guarantees:
- * - `start()` resolves only once `/readyz` answers and the `default` namespace exists;
+ * - `start()` resolves only once `/readyz` answers and the `default` namespace exists
+ *   (and, when asked for, the controller manager is ready);
  *   if anything fails on the way it stops what it started and removes its folder
  *   before rejecting, so there is never a half-started plane.
- * - `stop()` reaps both processes and removes the folder; interrupting the process
+ * - `stop()` reaps every process and removes the folder; interrupting the process
  *   (SIGINT, SIGTERM, SIGHUP) does the same (see process.ts).
+ * - A controller manager that dies after start is logged with the tail of its log, and
+ *   `checkControllerManager()` rejects with that error, for tests waiting on its work.
  * - The apiserver can be stopped and started again on the same port and etcd
  *   (`restartApiserver`), for tests of what survives an apiserver outage.
  */
@@ -21,9 +26,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Binaries, type Log, resolveBinaries } from './binaries.ts';
+import {
+  type ControllerManagerOptions,
+  controllerManagerArgs,
+  controllersOf,
+  controllersStarted,
+  KcmController,
+} from './controller-manager.ts';
 import { ControlPlaneError, tail } from './errors.ts';
 import { isAlive } from './lock.ts';
-import { generatePki, type Pki } from './pki.ts';
+import { clientCertificate, generatePki, type Pem, type Pki } from './pki.ts';
 import { registerFolder, Supervised, unregisterFolder } from './process.ts';
 
 const FOLDER_PREFIX = 'kube-operators-ts-plane-';
@@ -36,6 +48,13 @@ export interface ControlPlaneOptions {
   /** Fixed ports instead of free ones (the `up` command uses this); a taken port is an error. */
   readonly apiserverPort?: number;
   readonly etcdPort?: number;
+  /**
+   * Run kube-controller-manager: `true` for the default controllers (garbage collector,
+   * namespace, clusterrole-aggregation, serviceaccount, serviceaccount-token,
+   * endpointslice), or `{ controllers }` for a chosen set. Off by default: tests that
+   * need cascading deletion, namespace deletion or aggregation ask for it.
+   */
+  readonly controllerManager?: boolean | ControllerManagerOptions;
 }
 
 export interface Endpoint {
@@ -54,6 +73,7 @@ export class ControlPlane {
   readonly etcdUrl: string;
   private etcd: Supervised | undefined;
   private apiserver: Supervised | undefined;
+  private controllerManager: Supervised | undefined;
   private readonly apiserverArgs: readonly string[];
   private readonly log: Log;
   private stopped = false;
@@ -81,6 +101,14 @@ export class ControlPlane {
     const log = opts.log ?? ((m: string) => process.stderr.write(`[controlplane] ${m}\n`));
     sweepAbandonedFolders();
     const binaries = await resolveBinaries(log);
+    if (controllersOf(opts.controllerManager).length > 0 && !binaries.kubeControllerManager) {
+      throw new ControlPlaneError(
+        `this plane asks for kube-controller-manager, and KUBEBUILDER_ASSETS (${process.env.KUBEBUILDER_ASSETS}) ` +
+          'provides kube-apiserver but no kube-controller-manager (envtest folders have none).',
+        'put a kube-controller-manager of the same version in that folder, or unset KUBEBUILDER_ASSETS to ' +
+          'build all three with Go (npm run setup), or start the plane without controllerManager.',
+      );
+    }
     // Ports are probed free, then bound by the servers: another process can take one
     // in between, so a bind failure on a probed port is retried with new ports.
     for (let attempt = 1; ; attempt++) {
@@ -153,6 +181,8 @@ export class ControlPlane {
       await plane.writeKubeconfig();
       await plane.startEtcd(etcdPort, peerPort);
       await plane.startApiserver();
+      const controllers = controllersOf(opts.controllerManager);
+      if (controllers.length > 0) await plane.startControllerManager(controllers, files);
       return plane;
     } catch (err) {
       if (plane) await plane.stop();
@@ -203,6 +233,71 @@ export class ControlPlane {
   }
 
   /**
+   * kube-controller-manager with its own identity (CN=system:kube-controller-manager,
+   * bound by the apiserver's bootstrap RBAC), on a free port, ready when its
+   * `/healthz` lists every requested controller and one of them has acted.
+   */
+  private async startControllerManager(
+    controllers: readonly string[],
+    files: { ca: string; servingCert: string; servingKey: string; saKey: string },
+  ): Promise<void> {
+    const command = this.binaries.kubeControllerManager;
+    if (!command) throw new Error('unreachable: checked in start()');
+    const identity = await clientCertificate(this.pki.ca, 'system:kube-controller-manager', []);
+    const kubeconfig = join(this.dir, 'controller-manager.kubeconfig');
+    await writeFile(kubeconfig, this.kubeconfig(this.url, identity), { mode: 0o600 });
+    const port = await freePort();
+    const proc = new Supervised({
+      name: 'kube-controller-manager',
+      command,
+      args: controllerManagerArgs(controllers, { ...files, kubeconfig, port }),
+      logFile: join(this.dir, 'kube-controller-manager.log'),
+    });
+    this.controllerManager = proc;
+    const healthz = `https://127.0.0.1:${port}/healthz?verbose`;
+    await this.waitFor(proc, async () => {
+      const res = await this.httpsGet(healthz, { ca: this.pki.ca.cert });
+      if (res.status !== 200 || !controllersStarted(res.body, controllers)) return false;
+      if (!controllers.includes(KcmController.ServiceAccount)) return true;
+      return (await this.adminGet('/api/v1/namespaces/default/serviceaccounts/default')).status === 200;
+    });
+    void proc.done.then(async (exit) => {
+      // Code 0 or SIGINT/SIGTERM/SIGHUP is a requested stop: a terminal's Ctrl-C
+      // reaches the whole process group, the controller manager included, before the
+      // owner stops the plane. A crash, or a SIGKILL (the OOM killer's), is reported.
+      const requested = exit.code === 0 || ['SIGINT', 'SIGTERM', 'SIGHUP'].includes(exit.signal ?? '');
+      if (!this.stopped && !requested) this.log((await this.controllerManagerDeath(proc)).message);
+    });
+  }
+
+  /**
+   * Rejects with the controller manager's exit and the tail of its log if it died after
+   * start (or if this plane runs none); for tests waiting on garbage collection or
+   * namespace deletion, so that they fail with the cause rather than a timeout.
+   */
+  async checkControllerManager(): Promise<void> {
+    const proc = this.controllerManager;
+    if (!proc) {
+      throw new ControlPlaneError(
+        'this plane runs no kube-controller-manager.',
+        'start it with ControlPlane.start({ controllerManager: true }) (privateTestEnv({ controllerManager: true }) in tests).',
+      );
+    }
+    if (proc.exit) throw await this.controllerManagerDeath(proc);
+  }
+
+  private async controllerManagerDeath(proc: Supervised): Promise<ControlPlaneError> {
+    const exit = proc.exit;
+    const log = await readLog(proc.logFile);
+    return new ControlPlaneError(
+      `kube-controller-manager exited (code ${exit?.code ?? exit?.signal}) while the plane was running: ` +
+        'garbage collection, namespace deletion and ClusterRole aggregation have stopped.',
+      hintFor(proc.name, log),
+      tail(log),
+    );
+  }
+
+  /**
    * A second kube-apiserver on the same etcd and certificates, on its own port: writes
    * through it happen while the first is down, as in a rolling apiserver upgrade.
    * Returns its kubeconfig and a stop function.
@@ -231,8 +326,21 @@ export class ControlPlane {
   }
 
   /** The running processes, for tests that check they are reaped. */
-  get pids(): { etcd: number | undefined; apiserver: number | undefined } {
-    return { etcd: this.etcd?.pid, apiserver: this.apiserver?.pid };
+  get pids(): {
+    etcd: number | undefined;
+    apiserver: number | undefined;
+    controllerManager: number | undefined;
+  } {
+    return {
+      etcd: this.etcd?.pid,
+      apiserver: this.apiserver?.pid,
+      controllerManager: this.controllerManager?.pid,
+    };
+  }
+
+  /** The supervised kube-controller-manager, for tests that crash it on purpose. */
+  get controllerManagerProcess(): Supervised | undefined {
+    return this.controllerManager;
   }
 
   /** The supervised etcd, for tests that crash it on purpose. */
@@ -245,10 +353,11 @@ export class ControlPlane {
     return compactEtcd(this.etcdUrl);
   }
 
-  /** Stops both processes and removes the folder. Safe to call twice. */
+  /** Stops every process (the controller manager first, etcd last) and removes the folder. Safe to call twice. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    await this.controllerManager?.stop();
     await this.apiserver?.stop();
     await this.etcd?.stop();
     rmSync(this.dir, { recursive: true, force: true });
@@ -259,8 +368,8 @@ export class ControlPlane {
     await this.stop();
   }
 
-  /** Kubeconfig with everything inline, so it can be copied anywhere. */
-  kubeconfig(server: string = this.url): string {
+  /** Kubeconfig with everything inline, so it can be copied anywhere; the admin's unless `user` is given. */
+  kubeconfig(server: string = this.url, user: Pem = this.pki.admin): string {
     const b64 = (s: string): string => Buffer.from(s).toString('base64');
     return [
       'apiVersion: v1',
@@ -273,8 +382,8 @@ export class ControlPlane {
       'users:',
       '- name: admin',
       '  user:',
-      `    client-certificate-data: ${b64(this.pki.admin.cert)}`,
-      `    client-key-data: ${b64(this.pki.admin.key)}`,
+      `    client-certificate-data: ${b64(user.cert)}`,
+      `    client-key-data: ${b64(user.key)}`,
       'contexts:',
       '- name: kube-operators-ts',
       '  context:',
@@ -320,18 +429,25 @@ export class ControlPlane {
   }
 
   private adminGet(path: string, server: string = this.url): Promise<{ status: number; body: string }> {
+    return this.httpsGet(`${server}${path}`, {
+      ca: this.pki.ca.cert,
+      cert: this.pki.admin.cert,
+      key: this.pki.admin.key,
+    });
+  }
+
+  private httpsGet(
+    url: string,
+    tls: { ca: string; cert?: string; key?: string },
+  ): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = httpsRequest(
-        `${server}${path}`,
-        { ca: this.pki.ca.cert, cert: this.pki.admin.cert, key: this.pki.admin.key, timeout: 5_000 },
-        (res) => {
-          let body = '';
-          res.setEncoding('utf8').on('data', (d: string) => {
-            body += d;
-          });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        },
-      );
+      const req = httpsRequest(url, { ...tls, timeout: 5_000 }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => {
+          body += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
       req.on('error', reject);
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.end();

@@ -1,4 +1,9 @@
 export { type Binaries, cacheRoot, resolveBinaries } from './binaries.ts';
+export {
+  type ControllerManagerOptions,
+  DEFAULT_CONTROLLERS,
+  KcmController,
+} from './controller-manager.ts';
 export { ControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 export { ControlPlaneError } from './errors.ts';
 export { liveChildren } from './process.ts';

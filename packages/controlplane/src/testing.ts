@@ -99,8 +99,9 @@ async function makeEnv(
       const name = `${slug}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 6)}`;
       await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
       t.after(async () => {
-        // No namespace controller runs here (no kube-controller-manager): deleting
-        // marks it Terminating; the objects stay in etcd but the name is unique.
+        // Without kube-controller-manager (the shared plane runs none), deleting only
+        // marks it Terminating; the objects stay in etcd but the name is unique. A plane
+        // with it empties and removes the namespace in the background.
         await admin.delete({ apiVersion: 'v1', kind: 'Namespace' }, name).catch(() => undefined);
       });
       return name;

@@ -55,7 +55,9 @@ const SOURCES: Record<ThirdParty, Source> = {
     files: [],
     folder: { path: 'config/crd/standard', pattern: /^gateway\.networking\.k8s\.io_.*\.yaml$/ },
   },
-  certManager: { files: ['deploy/crds/cert-manager.io_certificates.yaml'] },
+  certManager: {
+    files: ['deploy/crds/cert-manager.io_certificates.yaml', 'deploy/crds/cert-manager.io_issuers.yaml'],
+  },
   istio: {
     files: ['kubernetes/customresourcedefinitions.gen.yaml'],
     kinds: ['EnvoyFilter', 'WasmPlugin', 'AuthorizationPolicy', 'DestinationRule'],

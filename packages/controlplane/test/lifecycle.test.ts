@@ -34,13 +34,14 @@ async function gone(pid: number | undefined, timeoutMs = 10_000): Promise<boolea
 }
 
 describe('control plane lifecycle', () => {
-  it('stop() reaps etcd and kube-apiserver and removes the plane folder', async () => {
-    const plane = await ControlPlane.start({ log: () => {} });
-    const { etcd, apiserver } = plane.pids;
-    assert.ok(alive(etcd) && alive(apiserver));
+  it('stop() reaps etcd, kube-apiserver and kube-controller-manager and removes the plane folder', async () => {
+    const plane = await ControlPlane.start({ controllerManager: true, log: () => {} });
+    const { etcd, apiserver, controllerManager } = plane.pids;
+    assert.ok(alive(etcd) && alive(apiserver) && alive(controllerManager));
     await plane.stop();
     assert.equal(alive(etcd), false, 'etcd still running');
     assert.equal(alive(apiserver), false, 'kube-apiserver still running');
+    assert.equal(alive(controllerManager), false, 'kube-controller-manager still running');
     assert.equal(existsSync(plane.dir), false, 'plane folder left behind');
     assert.equal(liveChildren(), 0);
   });
@@ -83,7 +84,7 @@ describe('control plane lifecycle', () => {
   });
 
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGKILL'] as const) {
-    it(`${signal} to a process running a plane leaves no etcd, kube-apiserver or folder behind`, async () => {
+    it(`${signal} to a process running a plane leaves no etcd, kube-apiserver, kube-controller-manager or folder behind`, async () => {
       const child = spawn(process.execPath, [join(import.meta.dirname, 'fixtures', 'hold-plane.ts')], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
@@ -96,11 +97,17 @@ describe('control plane lifecycle', () => {
         });
         void exited.then((code) => reject(new Error(`fixture exited early with ${code}`)));
       });
-      const { etcd, apiserver, dir } = JSON.parse(line) as { etcd: number; apiserver: number; dir: string };
-      assert.ok(alive(etcd) && alive(apiserver));
+      const { etcd, apiserver, controllerManager, dir } = JSON.parse(line) as {
+        etcd: number;
+        apiserver: number;
+        controllerManager: number;
+        dir: string;
+      };
+      assert.ok(alive(etcd) && alive(apiserver) && alive(controllerManager));
       child.kill(signal);
       assert.ok(await gone(etcd), 'etcd survived');
       assert.ok(await gone(apiserver), 'kube-apiserver survived');
+      assert.ok(await gone(controllerManager), 'kube-controller-manager survived');
       if (signal !== 'SIGKILL') {
         // SIGKILL runs no handler: the folder is swept by the next start (see below).
         await exited;

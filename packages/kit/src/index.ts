@@ -1,16 +1,46 @@
 export { Backoff, type BackoffOptions } from './base/backoff.ts';
 export { type Clock, FakeClock, realClock, sleep, type TimerHandle } from './base/clock.ts';
 export { sharedCounter, sharedGauge, sharedHistogram, sharedMetric } from './base/shared-metrics.ts';
-export { InformerCache, type InformerOptions } from './cache/informer-cache.ts';
 export {
+  CachedClient,
+  type CachedClientOptions,
+  type CachedListOptions,
+  DEFAULT_CACHE_READ_TIMEOUT_MS,
+  type FieldIndexer,
+} from './cache/cached-client.ts';
+export { type DeepReadonly, deepFreeze } from './cache/deep-freeze.ts';
+export {
+  type CacheScope,
+  InformerCache,
+  type InformerOptions,
+  type KindScope,
+} from './cache/informer-cache.ts';
+export {
+  type LabelRequirement,
+  type LabelSelector,
+  type Labels,
+  parseLabelSelector,
+} from './cache/label-selector.ts';
+export { INITIAL_EVENTS_END_ANNOTATION, type ListMode } from './cache/list-watch.ts';
+export {
+  type ReadyOptions,
   Reflector,
   type ReflectorHandler,
   type ReflectorHealth,
   type ReflectorOptions,
 } from './cache/reflector.ts';
-export { BY_NAMESPACE, BY_OWNER_UID, type IndexFunction, Store, type StoreDelta } from './cache/store.ts';
+export {
+  BY_NAMESPACE,
+  BY_OWNER_UID,
+  CacheNotSyncedError,
+  type IndexFunction,
+  Store,
+  type StoreDelta,
+  type StoreOptions,
+} from './cache/store.ts';
 export {
   type ApplyOptions,
+  type CallOptions,
   type DeleteOptions,
   type FieldValidation,
   gvkOf,
@@ -30,12 +60,14 @@ export {
   isApiError,
   type StatusCause,
 } from './client/errors.ts';
+export { DEFAULT_CLIENT_RATE_LIMIT, type RateLimit, TokenBucket } from './client/token-bucket.ts';
 export {
   type HttpMethod,
   type Impersonation,
   type RawResponse,
   type RequestOptions,
   Transport,
+  type TransportOptions,
 } from './client/transport.ts';
 export {
   type GroupVersionKind,
@@ -72,8 +104,45 @@ export {
   type Reconciler,
   TerminalError,
 } from './control/controller.ts';
-export { type LeaderElectionOptions, LeaderElector } from './control/leader-election.ts';
-export { Manager, type ManagerExit, type ManagerOptions } from './control/manager.ts';
+export {
+  DEFAULT_METRICS_HOST,
+  DEFAULT_METRICS_PORT,
+  DEFAULT_PROBE_HOST,
+  DEFAULT_PROBE_PORT,
+  type MetricsEndpointOptions,
+  type ProbeEndpointOptions,
+  type SecureMetricsOptions,
+} from './control/endpoint.ts';
+export { CHECK_TIMEOUT_MS, type HealthCheck } from './control/health.ts';
+export {
+  DEFAULT_LEASE_DURATION_MS,
+  DEFAULT_RENEW_DEADLINE_MS,
+  DEFAULT_RETRY_PERIOD_MS,
+  HoldOutcome,
+  type LeaderElectionOptions,
+  LeaderElector,
+  RELEASE_TIMEOUT_MS,
+  validateLeaderElectionTiming,
+} from './control/leader-election.ts';
+export {
+  DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+  Manager,
+  type ManagerExit,
+  type ManagerOptions,
+  STOP_STEP_TIMEOUT_MS,
+} from './control/manager.ts';
+export {
+  BucketRateLimiter,
+  type ControllerRateLimiterOptions,
+  DEFAULT_RETRY_BURST,
+  DEFAULT_RETRY_QPS,
+  defaultControllerRateLimiter,
+  ItemExponentialFailureRateLimiter,
+  MaxOfRateLimiter,
+  type RateLimiter,
+} from './control/rate-limiter.ts';
+export { AUTH_CACHE_TTL_MS, type AuthDecision, RequestAuthorizer } from './control/request-authorizer.ts';
+export type { Runnable, RunnableOptions } from './control/runnable.ts';
 export type { RunWorkersOptions } from './control/workqueue.ts';
 export { runWorkers, Workqueue, type WorkqueueOptions } from './control/workqueue.ts';
 export {
@@ -100,6 +169,7 @@ export {
 export type { DriftOptions } from './objects/drift.ts';
 export { DriftReason, type DriftResult, drift, hasDrifted } from './objects/drift.ts';
 export {
+  EVENT_FLUSH_TIMEOUT_MS,
   type EventInput,
   type EventObject,
   EventRecorder,
@@ -125,3 +195,71 @@ export {
   isOwnedBy,
   ownerReference,
 } from './objects/owner-references.ts';
+export {
+  CertificateReloader,
+  type CertificateReloaderOptions,
+  readPair,
+} from './tls/certificate-reloader.ts';
+export {
+  CA_FILE,
+  CERT_FILE,
+  KEY_FILE,
+  type PemPair,
+  type SelfSignedOptions,
+  selfSignedCertificates,
+  type WebhookCertificates,
+  writeCertificates,
+} from './tls/certificates.ts';
+export {
+  ADMISSION_API_VERSION,
+  type AdmissionContext,
+  type AdmissionOperation,
+  AdmissionReason,
+  type AdmissionRequest,
+  type AdmissionResponse,
+  type AdmissionReview,
+  type AdmissionUserInfo,
+  type Allow,
+  admissionResponse,
+  allow,
+  type Deny,
+  deny,
+  type Mutated,
+  type MutatingHandler,
+  type MutationDecision,
+  mutateTo,
+  type Patched,
+  patch,
+  type ValidatingHandler,
+  type ValidationDecision,
+} from './webhook/admission.ts';
+export {
+  type CaBundleTargets,
+  CUSTOM_RESOURCE_DEFINITION,
+  caBundleOf,
+  type InjectCaBundleOptions,
+  injectCaBundle,
+  MUTATING_WEBHOOK_CONFIGURATION,
+  VALIDATING_WEBHOOK_CONFIGURATION,
+} from './webhook/ca-bundle.ts';
+export {
+  CONVERSION_API_VERSION,
+  type ConversionHandler,
+  type ConversionRequest,
+  type ConversionResponse,
+  type ConversionReview,
+  convertAll,
+} from './webhook/conversion.ts';
+export {
+  escapePointerSegment,
+  type JsonObject,
+  type JsonValue,
+  jsonEqual,
+  jsonPatchDiff,
+} from './webhook/json-patch.ts';
+export {
+  DEFAULT_CERT_DIR,
+  DEFAULT_WEBHOOK_PORT,
+  WebhookServer,
+  type WebhookServerOptions,
+} from './webhook/server.ts';

@@ -30,8 +30,7 @@ describe('a controller built after the manager started', () => {
       .for(WIDGET, { namespace: ns })
       .reconcile(async (req) => {
         seen.push(req.name);
-        const w = c.primary.store.get(req.key);
-        if (!w) return {};
+        if (!req.object) return {};
         await manager.client.apply(
           { ...CONFIGMAP, metadata: { name: `late-${req.name}`, namespace: ns }, data: { seen: 'yes' } },
           { fieldManager: 'late', force: true },
@@ -49,11 +48,26 @@ describe('a controller built after the manager started', () => {
       env.admin.find<KubeObject>(CONFIGMAP, 'late-later', ns),
     );
 
+    // A witness on the same kind and namespace: once it has reconciled a new Widget, the
+    // removed controller would have received the same change (one shared informer,
+    // handlers called in turn), so its silence is an observation, not a guess.
+    const witnessed: string[] = [];
+    const witness = manager
+      .controller('witness')
+      .for(WIDGET, { namespace: ns })
+      .reconcile(async (req) => {
+        witnessed.push(req.name);
+        return {};
+      });
+    await manager.running(witness);
     await manager.removeController(c, 1000);
     const before = seen.length;
     await env.admin.create({ ...WIDGET, metadata: { name: 'after', namespace: ns }, spec: { message: 'c' } });
-    await new Promise((r) => setTimeout(r, 500));
+    await eventually('the witness reconciled the new widget', async () =>
+      witnessed.includes('after') ? true : undefined,
+    );
     assert.equal(seen.length, before, 'a removed controller reconciles nothing');
+    assert.equal(c.queue.len + c.queue.inFlight + c.queue.delayedLen, 0, 'nor queues anything');
     assert.equal(await env.admin.find(CONFIGMAP, 'late-after', ns), undefined);
   });
 });

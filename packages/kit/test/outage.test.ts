@@ -62,13 +62,13 @@ describe('an apiserver restart in the middle of a run', () => {
       name: 'outage',
       client: env.admin,
       logger: pino({ level: 'silent' }),
-      endpoint: { port: 0, host: '127.0.0.1' },
+      healthProbe: { port: 0, host: '127.0.0.1' },
       reflector: { staleAfterMs: 1_500 },
     });
     addSampleController(manager, { namespace: ns, writes, concurrency: 8 });
     await manager.start();
     t.after(() => manager.stop());
-    const port = manager.endpoint?.port ?? 0;
+    const port = manager.healthProbeEndpoint?.port ?? 0;
     assert.equal(await readyz(port), 200);
 
     // Mid-run: some widgets converged, others not yet.

@@ -7,9 +7,20 @@
 import assert from 'node:assert/strict';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
-import { KubeClient, Reflector, type StoreDelta } from '@operators/kit';
+import { eventually, privateTestEnv, type TestEnv, testEnv } from '@operators/controlplane/testing';
+import {
+  ApiError,
+  ApiErrorReason,
+  Backoff,
+  FakeClock,
+  KubeClient,
+  Reflector,
+  type RequestOptions,
+  type StoreDelta,
+  type Transport,
+} from '@operators/kit';
 import { pino } from 'pino';
+import { WIDGET, WIDGET_CRD, type Widget } from './support/sample-operator.ts';
 
 let env: TestEnv;
 before(async () => {
@@ -19,15 +30,25 @@ after(async () => {
   await env?.close();
 });
 
-/** A TCP proxy to the apiserver whose open connections can be frozen: bytes stop, sockets stay open. */
+/**
+ * A TCP proxy to the apiserver whose connections can be frozen: bytes stop, sockets stay
+ * open, and connections opened while frozen stay mute too, until `thaw()` drops them all
+ * (as a dead NAT entry would be replaced).
+ */
 async function freezableProxy(
   target: URL,
-): Promise<{ port: number; freeze(): void; close(): Promise<void> }> {
+): Promise<{ port: number; freeze(): void; thaw(): void; cut(): void; close(): Promise<void> }> {
   const open = new Set<[Socket, Socket]>();
+  let frozen = false;
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port), target.hostname);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    if (frozen) {
+      client.pause();
+      upstream.pause();
+    } else {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    }
     const pair: [Socket, Socket] = [client, upstream];
     open.add(pair);
     const drop = (): void => {
@@ -42,11 +63,26 @@ async function freezableProxy(
   return {
     port: (server.address() as { port: number }).port,
     freeze() {
+      frozen = true;
       for (const [c, u] of open) {
         c.unpipe(u);
         u.unpipe(c);
         c.pause();
         u.pause();
+      }
+    },
+    thaw() {
+      frozen = false;
+      for (const [c, u] of open) {
+        c.destroy();
+        u.destroy();
+      }
+    },
+    /** Resets every open connection, as a restarted load balancer would. */
+    cut() {
+      for (const [c, u] of open) {
+        c.resetAndDestroy();
+        u.resetAndDestroy();
       }
     },
     async close() {
@@ -60,6 +96,35 @@ async function freezableProxy(
 }
 
 const CONFIGMAP = { apiVersion: 'v1', kind: 'ConfigMap' };
+const silent = pino({ level: 'silent' });
+
+/** A client reaching the apiserver through a local proxy port. */
+async function clientVia(port: number): Promise<KubeClient> {
+  const server = new URL(env.admin.transport.server);
+  const kubeconfig = (await import('node:fs'))
+    .readFileSync(env.kubeconfigPath, 'utf8')
+    .replace(server.origin, `https://127.0.0.1:${port}`);
+  return KubeClient.fromKubeconfigString(kubeconfig);
+}
+
+/**
+ * The admin client with `request` wrapped (to record or fail requests): the real
+ * apiserver still answers everything that is passed on.
+ */
+function wrappedClient(
+  wrap: (opts: RequestOptions, pass: (o: RequestOptions) => Promise<unknown>) => Promise<unknown>,
+  admin: KubeClient = env.admin,
+): KubeClient {
+  const real = admin.transport;
+  const transport = new Proxy(real, {
+    get(target, prop) {
+      if (prop === 'request') return (o: RequestOptions) => wrap(o, (x) => target.request(x));
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as Transport;
+  return new KubeClient(transport, admin.discovery);
+}
 
 describe('the reflector', () => {
   it('detects a frozen watch connection, reports it stale, and resumes without losing an event', async (t) => {
@@ -100,20 +165,21 @@ describe('the reflector', () => {
 
     proxy.freeze();
     await env.admin.create({ ...CONFIGMAP, metadata: { name: 'during', namespace: ns } });
-    let sawStale = false;
-    let sawNotWatching = false;
+    // While the path stays frozen, the silent watch is torn down and no new one can open.
+    await eventually('the silent watch is torn down', async () =>
+      reflector.health().restarts >= 1 ? true : undefined,
+    );
+    await eventually('the reflector is reported stale', async () =>
+      reflector.health().stale ? true : undefined,
+    );
+    assert.equal(reflector.watching, false, 'watching stayed true over the silent watch');
+    assert.ok(!seen.includes('added:during'));
+    proxy.thaw();
     await eventually(
-      'the frozen watch is replaced and the missed event delivered',
-      async () => {
-        if (reflector.health().stale) sawStale = true;
-        if (!reflector.watching) sawNotWatching = true;
-        return seen.includes('added:during') ? true : undefined;
-      },
+      'the watch is resumed and the missed event delivered',
+      async () => (seen.includes('added:during') ? true : undefined),
       40_000,
     );
-    assert.ok(sawStale, 'readiness never reported the silent watch');
-    assert.ok(sawNotWatching, 'watching stayed true over the silent watch');
-    assert.ok(reflector.health().restarts >= 1);
     await eventually('fresh again', async () => (reflector.health().stale ? undefined : true));
     assert.equal(reflector.watching, true);
     await reflector.stop();
@@ -166,5 +232,163 @@ describe('the reflector', () => {
     await eventually('relisted', async () => (again.health().relists >= 1 ? true : undefined));
     assert.deepEqual(deltas.sort(), ['added:drop', 'added:keep', 'added:new', 'deleted:drop'].sort());
     assert.deepEqual([...again.store.keys()].sort(), [`${ns}/keep`, `${ns}/new`]);
+  });
+  it('a quiet watch is healthy as soon as it reconnects: connected at the 200, not at a first event', async (t) => {
+    const ns = await env.namespace(t, 'quiet');
+    const proxy = await freezableProxy(new URL(env.admin.transport.server));
+    const viaProxy = await clientVia(proxy.port);
+    const reflector = new Reflector({
+      client: viaProxy,
+      gvk: CONFIGMAP,
+      namespace: ns,
+      log: silent,
+      staleAfterMs: 500,
+    });
+    reflector.start();
+    t.after(async () => {
+      await reflector.stop();
+      await proxy.close();
+      await viaProxy.transport.close();
+    });
+    await reflector.waitForSync();
+    await eventually('watching', async () => (reflector.watching ? true : undefined));
+
+    proxy.cut();
+    await eventually('the cut is noticed', async () => (reflector.watching ? undefined : true));
+    // Nothing is written to the namespace from here on: no event will come.
+    await eventually('the watch reconnected', async () => (reflector.watching ? true : undefined));
+    const until = Date.now() + 1_500;
+    while (Date.now() < until) {
+      assert.equal(reflector.health().stale, false, 'a healthy quiet watch was reported stale');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  it('metadata-only objects carry their real kind and apiVersion, from the list and from the watch', async (t) => {
+    const ns = await env.namespace(t, 'meta-kind');
+    await env.admin.create({ ...CONFIGMAP, metadata: { name: 'listed', namespace: ns } });
+    const reflector = new Reflector({
+      client: env.admin,
+      gvk: CONFIGMAP,
+      namespace: ns,
+      metadataOnly: true,
+      log: silent,
+    });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await reflector.waitForSync();
+    const listed = reflector.store.get(`${ns}/listed`);
+    assert.equal(listed?.kind, 'ConfigMap');
+    assert.equal(listed?.apiVersion, 'v1');
+
+    await env.admin.create({ ...CONFIGMAP, metadata: { name: 'watched', namespace: ns } });
+    const watched = await eventually('the watch delivers', async () => reflector.store.get(`${ns}/watched`));
+    assert.equal(watched.kind, 'ConfigMap');
+    assert.equal(watched.apiVersion, 'v1');
+  });
+
+  it('cached objects are frozen: mutating one throws, and the next reader sees the original', async (t) => {
+    await env.installCrds([WIDGET_CRD]);
+    const ns = await env.namespace(t, 'frozen-objects');
+    await env.admin.create({
+      ...WIDGET,
+      metadata: { name: 'w', namespace: ns },
+      spec: { message: 'original' },
+    });
+    const reflector = new Reflector({ client: env.admin, gvk: WIDGET, namespace: ns, log: silent });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await reflector.waitForSync();
+    const w = reflector.store.get(`${ns}/w`) as Widget;
+    assert.throws(() => {
+      (w.spec as { message?: string }).message = 'changed';
+    }, TypeError);
+    assert.throws(() => {
+      (w.metadata as { labels?: Record<string, string> }).labels = { x: 'y' };
+    }, TypeError);
+    assert.equal((reflector.store.get(`${ns}/w`) as Widget).spec?.message, 'original');
+  });
+
+  it('a continue token expiring while paging (410) leads to one full LIST, not a relist loop', async (t) => {
+    // Without the watch cache, pages are read from etcd, where a compaction expires the
+    // continue token (the watch cache serves pages from a snapshot that outlives it).
+    const env = await privateTestEnv({ apiserverFlags: ['--watch-cache=false'], log: () => {} });
+    t.after(() => env.close());
+    const ns = await env.namespace(t, 'paged-410');
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        env.admin.create({ ...CONFIGMAP, metadata: { name: `cm-${i}`, namespace: ns } }),
+      ),
+    );
+    const lists: string[] = [];
+    let compacted = false;
+    const client = wrappedClient(async (o, pass) => {
+      const isList = o.method === 'GET' && o.path === `/api/v1/namespaces/${ns}/configmaps`;
+      if (isList) lists.push(`limit=${o.query?.limit ?? '-'} continue=${o.query?.continue ? 'yes' : 'no'}`);
+      const res = await pass(o);
+      if (isList && !compacted) {
+        // After the first page: a write, then a compaction past the list's revision,
+        // so the continue token of the next page is too old.
+        compacted = true;
+        await env.admin.create({ ...CONFIGMAP, metadata: { name: 'while-paging', namespace: ns } });
+        await env.compactEtcd();
+      }
+      return res;
+    }, env.admin);
+    const reflector = new Reflector({
+      client,
+      gvk: CONFIGMAP,
+      namespace: ns,
+      log: silent,
+      listMode: 'list',
+      pageSize: 2,
+    });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await reflector.waitForSync();
+    assert.deepEqual(lists, ['limit=2 continue=no', 'limit=2 continue=yes', 'limit=- continue=no']);
+    const oracle = (await env.admin.listAll(CONFIGMAP, { namespace: ns })).items.map((o) => o.metadata.name);
+    assert.deepEqual(
+      reflector.store
+        .list()
+        .map((o) => o.metadata.name)
+        .sort(),
+      oracle.sort(),
+    );
+    assert.equal(reflector.health().relists, 1);
+  });
+
+  it('a LIST that keeps failing with 410 is retried with growing backoff, not at once', async (t) => {
+    const ns = await env.namespace(t, 'gone-backoff');
+    const clock = new FakeClock();
+    let attempts = 0;
+    const client = wrappedClient(async (o, pass) => {
+      if (o.method === 'GET' && o.path === `/api/v1/namespaces/${ns}/configmaps`) {
+        attempts++;
+        throw new ApiError(ApiErrorReason.Gone, 410, 'too old resource version', `GET ${o.path}`);
+      }
+      return pass(o);
+    });
+    const reflector = new Reflector({
+      client,
+      gvk: CONFIGMAP,
+      namespace: ns,
+      log: silent,
+      clock,
+      listMode: 'list',
+      backoff: new Backoff({ initialMs: 1_000, jitter: 0 }),
+    });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await eventually('the first LIST', async () => (attempts === 1 && clock.pending > 0 ? true : undefined));
+    for (const gap of [1_000, 2_000, 4_000]) {
+      const before = attempts;
+      await clock.advanceAsync(gap - 1);
+      assert.equal(attempts, before, `retried before its ${gap} ms backoff`);
+      await clock.advanceAsync(1);
+      await eventually(`retried after ${gap} ms`, async () => (attempts === before + 1 ? true : undefined));
+      await eventually('waiting again', async () => (clock.pending > 0 ? true : undefined));
+    }
+    assert.match(reflector.health().lastError ?? '', /too old/);
   });
 });

@@ -446,6 +446,35 @@ describe('workqueue: metrics', () => {
     assert.match(text, /workqueue_depth\{name="gadgets"\} 1/);
   });
 
+  it('reports, when scraped, the seconds of unfinished work and the longest-running key', async () => {
+    const registry = new Registry();
+    const clock = new FakeClock();
+    const q = new Workqueue({ name: 'widgets', clock, registry });
+    const other = new Workqueue({ name: 'gadgets', clock, registry });
+    const unfinished = 'workqueue_unfinished_work_seconds';
+    const longest = 'workqueue_longest_running_processor_seconds';
+    assert.equal(await value(registry, unfinished, 'widgets'), 0, 'nothing in flight');
+    q.add('a');
+    q.add('b');
+    other.add('x');
+    assert.equal(await q.get(), 'a');
+    clock.advance(3000);
+    assert.equal(await q.get(), 'b');
+    assert.equal(await other.get(), 'x');
+    clock.advance(1500);
+    // a has run 4.5 s, b and x 1.5 s: the values are read at scrape time, from the clock.
+    assert.equal(await value(registry, unfinished, 'widgets'), 6);
+    assert.equal(await value(registry, longest, 'widgets'), 4.5);
+    assert.equal(await value(registry, longest, 'gadgets'), 1.5);
+    q.done('a');
+    clock.advance(500);
+    assert.equal(await value(registry, unfinished, 'widgets'), 2);
+    assert.equal(await value(registry, longest, 'widgets'), 2);
+    q.done('b');
+    assert.equal(await value(registry, unfinished, 'widgets'), 0);
+    assert.equal(await value(registry, longest, 'widgets'), 0);
+  });
+
   it('refuses a registry where a metric of the same name has another type, naming it', () => {
     const registry = new Registry();
     new Counter({ name: 'workqueue_depth', help: 'not a gauge', registers: [registry] });

@@ -382,7 +382,7 @@ export function addBlocklistSourceController(
     .watches(CONFIG_MAP, sourceOf, { ...watched, namespace: opts.deciderNamespace })
     .withConcurrency(opts.concurrency ?? 2)
     .reconcile(async (req, ctx) => {
-      const source = controller.primary.store.get(req.key) as BlocklistSource | undefined;
+      const source = req.object as BlocklistSource | undefined;
       if (!source) {
         memories.delete(req.name);
         memo.delete(req.name);

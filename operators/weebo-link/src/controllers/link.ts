@@ -142,8 +142,9 @@ export class LinkRuntime {
     for (const ns of rule.source.namespaces) {
       const informer = manager.cache.informer(sourceGvk, { namespace: ns });
       this.sources.set(ns, informer);
-      // Seed from what a shared informer already holds, then follow its changes.
-      for (const o of informer.store.list()) this.index.observe('added', o);
+      // Seed from what a shared informer already holds, then follow its changes (a new
+      // informer's initial state arrives as changes: an unsynced store refuses reads).
+      if (informer.store.hasSynced()) for (const o of informer.store.list()) this.index.observe('added', o);
       informer.onDelta((d) => this.index.observe(d.type, d.object));
     }
 

@@ -21,12 +21,12 @@ export async function startFakeStalwart(opts: {
     logger: opts.logger,
     shutdownTimeoutMs: 2000,
   });
-  const c = manager
+  manager
     .controller('stalwart-accounts')
     .for(STALWART_ACCOUNT, opts.namespace ? { namespace: opts.namespace } : {})
     .withConcurrency(4)
     .reconcile(async (req) => {
-      const a = c.primary.store.get(req.key) as StalwartAccount | undefined;
+      const a = req.object as StalwartAccount | undefined;
       if (!a) return {};
       if (a.metadata.deletionTimestamp) {
         if (a.metadata.finalizers?.includes(STALWART_FINALIZER))

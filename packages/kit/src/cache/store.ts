@@ -1,11 +1,24 @@
 /**
  * The cache a reflector fills: objects by key (`namespace/name`), with indexes.
  *
- * Readers get the stored objects themselves, not copies: they are frozen in spirit
- * (the kit never mutates them) and must be treated as read-only by controllers. A copy
- * per read would double the memory of a large cache and the cost of every reconcile.
+ * Guarantees:
+ * - Readers get the stored objects themselves, not copies, and those objects are
+ *   deep-frozen (the reflector freezes each one once, when it arrives): a reconciler
+ *   that mutates a cached object gets a TypeError (ESM code is strict), instead of
+ *   silently changing what every later reader sees. Copy before changing
+ *   (`structuredClone`, or spread the parts you change). A copy per read would double
+ *   the memory of a large cache and the cost of every reconcile; a freeze at ingest
+ *   costs one walk per object version. Reads are typed `DeepReadonly<T>` to say so.
+ * - A store that has not received its first complete list refuses reads
+ *   (`get`, `list`, `keys`, `byIndex` throw {@link CacheNotSyncedError}): an empty
+ *   answer there would mean "not loaded yet", and a reconciler would take it for
+ *   "absent" and act on it. Wait with `Reflector.ready()` or `InformerCache.ready()`.
+ * - A store may be filled by several reflectors, one per namespace (a cache scoped to a
+ *   few namespaces): each replaces only its own namespace's objects, and the store is
+ *   synced once every one of them has listed.
  */
 import { type KubeObject, type ObjectKey, objectKey } from '../client/types.ts';
+import type { DeepReadonly } from './deep-freeze.ts';
 
 /** Maps an object to the index values it is found under (none, one or many). */
 export type IndexFunction<T extends KubeObject> = (obj: T) => readonly string[];
@@ -22,13 +35,42 @@ export type StoreDelta<T extends KubeObject> =
   /** `object` is the last state the store knew: after a relist, deletes are inferred. */
   | { readonly type: 'deleted'; readonly object: T };
 
+/**
+ * A read of a cache that has not synced yet. Thrown instead of answering "absent" for
+ * an object that may well exist: retrying (the workqueue's backoff) or awaiting
+ * `ready()` is the fix.
+ */
+export class CacheNotSyncedError extends Error {
+  override readonly name = 'CacheNotSyncedError';
+  /** The informer (kind, scope, selectors) that was read too early. */
+  readonly informer: string;
+  constructor(informer: string, detail = 'has not synced yet') {
+    super(`cache ${informer} ${detail}: await its ready() (or InformerCache.ready()) before reading it`);
+    this.informer = informer;
+  }
+}
+
+export interface StoreOptions {
+  /** Names the store in errors (the reflector's name). */
+  readonly name?: string;
+  /**
+   * The ids of the loops (one per namespace) that fill this store, each replacing its
+   * own part; the store is synced when each has listed. Omitted: one loop fills it whole.
+   */
+  readonly partitions?: readonly string[];
+}
+
 export class Store<T extends KubeObject = KubeObject> {
+  name: string;
   private readonly items = new Map<ObjectKey, T>();
   private readonly indexers = new Map<string, IndexFunction<T>>();
   private readonly indexes = new Map<string, Map<string, Set<ObjectKey>>>();
+  private readonly pendingPartitions: Set<string> | undefined;
   private synced = false;
 
-  constructor() {
+  constructor(opts: StoreOptions = {}) {
+    this.name = opts.name ?? 'store';
+    this.pendingPartitions = opts.partitions ? new Set(opts.partitions) : undefined;
     this.addIndex(BY_NAMESPACE, (o) => [o.metadata.namespace ?? '']);
     this.addIndex(BY_OWNER_UID, (o) => (o.metadata.ownerReferences ?? []).map((r) => r.uid));
   }
@@ -47,32 +89,38 @@ export class Store<T extends KubeObject = KubeObject> {
     return this.synced;
   }
 
-  get(key: ObjectKey): T | undefined {
-    return this.items.get(key);
+  /** The object with this key; `undefined` means absent, since the store has synced. */
+  get(key: ObjectKey): DeepReadonly<T> | undefined {
+    this.assertSynced();
+    return this.items.get(key) as DeepReadonly<T> | undefined;
   }
 
+  /** How many objects are stored (0 before the first list: not a read of the content). */
   get size(): number {
     return this.items.size;
   }
 
   keys(): IterableIterator<ObjectKey> {
+    this.assertSynced();
     return this.items.keys();
   }
 
-  list(): T[] {
-    return [...this.items.values()];
+  list(): DeepReadonly<T>[] {
+    this.assertSynced();
+    return [...this.items.values()] as DeepReadonly<T>[];
   }
 
   /** The objects whose index `name` yields `value`. */
-  byIndex(name: string, value: string): T[] {
+  byIndex(name: string, value: string): DeepReadonly<T>[] {
+    this.assertSynced();
     const idx = this.indexes.get(name);
     if (!idx) throw new Error(`no index named ${name}`);
     const keys = idx.get(value);
     if (!keys) return [];
-    const out: T[] = [];
+    const out: DeepReadonly<T>[] = [];
     for (const k of keys) {
       const o = this.items.get(k);
-      if (o) out.push(o);
+      if (o) out.push(o as DeepReadonly<T>);
     }
     return out;
   }
@@ -99,11 +147,16 @@ export class Store<T extends KubeObject = KubeObject> {
   }
 
   /**
-   * Replaces the whole content with a fresh list and returns what changed: objects new
-   * or with another resourceVersion, and objects gone (deleted while we were not
-   * watching). Marks the store synced.
+   * Replaces the content with a fresh list and returns what changed: objects new or
+   * with another resourceVersion, and objects gone (deleted while we were not
+   * watching). With a `partition`, only the objects of its namespace are replaced (all
+   * of them when its namespace is undefined), and the store is synced once every
+   * partition named at construction has been replaced; without, once.
    */
-  replace(objects: readonly T[]): StoreDelta<T>[] {
+  replace(
+    objects: readonly T[],
+    partition?: { readonly id: string; readonly namespace: string | undefined },
+  ): StoreDelta<T>[] {
     const deltas: StoreDelta<T>[] = [];
     const seen = new Set<ObjectKey>();
     for (const obj of objects) {
@@ -111,13 +164,23 @@ export class Store<T extends KubeObject = KubeObject> {
       const d = this.upsert(obj);
       if (d) deltas.push(d);
     }
-    for (const [key, old] of [...this.items]) {
+    const candidates =
+      partition?.namespace === undefined
+        ? [...this.items.keys()]
+        : [...(this.indexes.get(BY_NAMESPACE)?.get(partition.namespace) ?? [])];
+    for (const key of candidates) {
       if (seen.has(key)) continue;
-      const d = this.remove(old);
+      const old = this.items.get(key);
+      const d = old && this.remove(old);
       if (d) deltas.push(d);
     }
-    this.synced = true;
+    if (partition) this.pendingPartitions?.delete(partition.id);
+    if (!partition || !this.pendingPartitions || this.pendingPartitions.size === 0) this.synced = true;
     return deltas;
+  }
+
+  private assertSynced(): void {
+    if (!this.synced) throw new CacheNotSyncedError(this.name);
   }
 
   private index(key: ObjectKey, obj: T): void {

@@ -6,14 +6,27 @@
  *
  * Every error is an {@link ApiError} with a reason; nothing here retries: retrying is
  * the workqueue's job, with backoff, so that a failing object never blocks others.
+ *
+ * Cancellation: every method takes an optional `signal`; an aborted signal aborts the
+ * request on the wire (the connection is torn down, so a write still in flight is not
+ * sent on) and the call rejects with the signal's reason. {@link KubeClient.withSignal}
+ * binds a signal to every call of a client: a reconcile's `ctx.client` is bound to the
+ * reconcile's signal, so a reconcile cut short by a lost lease or a shutdown deadline
+ * cannot land a write afterwards.
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { Discovery, resourcePath } from './discovery.ts';
 import { ApiError, ApiErrorReason, isApiError } from './errors.ts';
-import { type Impersonation, Transport } from './transport.ts';
+import { type Impersonation, Transport, type TransportOptions } from './transport.ts';
 import type { GroupVersionKind, KubeList, KubeObject, ResourceInfo } from './types.ts';
 
-export interface ListOptions {
+/** Options every call takes. */
+export interface CallOptions {
+  /** Aborts the request: the call rejects with the signal's reason and nothing more is sent. */
+  readonly signal?: AbortSignal;
+}
+
+export interface ListOptions extends CallOptions {
   readonly namespace?: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
@@ -30,7 +43,7 @@ export interface ListOptions {
  */
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
-export interface WriteOptions {
+export interface WriteOptions extends CallOptions {
   readonly fieldManager?: string;
   readonly dryRun?: boolean;
   readonly fieldValidation?: FieldValidation;
@@ -51,7 +64,7 @@ function writeQuery(opts: WriteOptions): Record<string, string | undefined> {
   };
 }
 
-export interface DeleteOptions {
+export interface DeleteOptions extends CallOptions {
   readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
   /** Delete only if the object still has this UID (protects against deleting a recreated object). */
   readonly uid?: string;
@@ -77,27 +90,54 @@ const PATCH_CONTENT_TYPE = {
 export class KubeClient {
   readonly transport: Transport;
   readonly discovery: Discovery;
+  /** Bound by {@link withSignal}: aborts every call of this client. */
+  readonly signal: AbortSignal | undefined;
 
-  constructor(transport: Transport, discovery?: Discovery) {
+  constructor(transport: Transport, discovery?: Discovery, signal?: AbortSignal) {
     this.transport = transport;
     this.discovery = discovery ?? new Discovery(transport);
+    this.signal = signal;
   }
 
-  /** From a kubeconfig path, `$KUBECONFIG`, `~/.kube/config`, or the pod's service account. */
-  static async load(kubeconfigPath?: string): Promise<KubeClient> {
-    return new KubeClient(await Transport.load(kubeconfigPath));
+  /**
+   * A client whose every call is aborted by `signal` (besides any signal passed to the
+   * call itself, and the one this client is already bound to). Shares connections and
+   * discovery: cheap enough to make one per reconcile.
+   */
+  withSignal(signal: AbortSignal): KubeClient {
+    return new KubeClient(
+      this.transport,
+      this.discovery,
+      this.signal ? AbortSignal.any([this.signal, signal]) : signal,
+    );
   }
 
-  /** From the text of a kubeconfig (its current context). */
-  static async fromKubeconfigString(text: string): Promise<KubeClient> {
+  /**
+   * From a kubeconfig path, `$KUBECONFIG`, `~/.kube/config`, or the pod's service account.
+   * `options` sets the client-side rate limit and the registry of request metrics (see
+   * {@link TransportOptions}; a manager's client: `{ rateLimit: DEFAULT_CLIENT_RATE_LIMIT }`).
+   */
+  static async load(kubeconfigPath?: string, options?: TransportOptions): Promise<KubeClient> {
+    return new KubeClient(await Transport.load(kubeconfigPath, options));
+  }
+
+  /** From the text of a kubeconfig (its current context); `options` as for {@link load}. */
+  static async fromKubeconfigString(text: string, options?: TransportOptions): Promise<KubeClient> {
     const kc = new KubeConfig();
     kc.loadFromString(text);
-    return new KubeClient(await Transport.fromKubeConfig(kc));
+    return new KubeClient(await Transport.fromKubeConfig(kc, options));
   }
 
   /** A client acting as another user (with groups); shares connections and discovery. */
   impersonate(as: Impersonation): KubeClient {
-    return new KubeClient(this.transport.impersonate(as), this.discovery);
+    return new KubeClient(this.transport.impersonate(as), this.discovery, this.signal);
+  }
+
+  /** This client's bound signal and the call's, as one; throws at once if either has aborted. */
+  private combine(call: AbortSignal | undefined): AbortSignal | undefined {
+    const signal = call && this.signal ? AbortSignal.any([this.signal, call]) : (call ?? this.signal);
+    signal?.throwIfAborted();
+    return signal;
   }
 
   resolve(gvk: GroupVersionKind): Promise<ResourceInfo> {
@@ -126,9 +166,11 @@ export class KubeClient {
     gvk: GroupVersionKind,
     name: string,
     namespace?: string,
+    opts: CallOptions = {},
   ): Promise<T> {
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, namespace, name);
-    return this.transport.request<T>({ method: 'GET', path });
+    return this.transport.request<T>({ method: 'GET', path, signal });
   }
 
   /** Like {@link get}, but `undefined` when the object does not exist. */
@@ -136,9 +178,10 @@ export class KubeClient {
     gvk: GroupVersionKind,
     name: string,
     namespace?: string,
+    opts: CallOptions = {},
   ): Promise<T | undefined> {
     try {
-      return await this.get<T>(gvk, name, namespace);
+      return await this.get<T>(gvk, name, namespace, opts);
     } catch (err) {
       if (isApiError(err, ApiErrorReason.NotFound)) return undefined;
       throw err;
@@ -150,10 +193,12 @@ export class KubeClient {
     gvk: GroupVersionKind,
     opts: ListOptions = {},
   ): Promise<KubeList<T>> {
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, opts.namespace);
     return this.transport.request<KubeList<T>>({
       method: 'GET',
       path,
+      signal,
       query: {
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
@@ -184,15 +229,17 @@ export class KubeClient {
 
   async create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T & KubeObject> {
     const gvk = gvkOf(obj);
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, obj.metadata.namespace);
-    return this.transport.request<T>({ method: 'POST', path, query: writeQuery(opts), body: obj });
+    return this.transport.request<T>({ method: 'POST', path, query: writeQuery(opts), body: obj, signal });
   }
 
   /** Replaces an object (PUT); fails with Conflict if its resourceVersion is stale. */
   async replace<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T & KubeObject> {
     const gvk = gvkOf(obj);
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, obj.metadata.namespace, obj.metadata.name);
-    return this.transport.request<T>({ method: 'PUT', path, query: writeQuery(opts), body: obj });
+    return this.transport.request<T>({ method: 'PUT', path, query: writeQuery(opts), body: obj, signal });
   }
 
   /**
@@ -205,6 +252,7 @@ export class KubeClient {
     namespace?: string,
     opts: DeleteOptions = {},
   ): Promise<boolean> {
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, namespace, name);
     const preconditions =
       opts.uid || opts.resourceVersion ? { uid: opts.uid, resourceVersion: opts.resourceVersion } : undefined;
@@ -212,6 +260,7 @@ export class KubeClient {
       await this.transport.request({
         method: 'DELETE',
         path,
+        signal,
         body: {
           apiVersion: 'v1',
           kind: 'DeleteOptions',
@@ -244,10 +293,12 @@ export class KubeClient {
     const gvk = gvkOf(obj);
     const name = obj.metadata.name;
     if (!name) throw new Error(`server-side apply needs metadata.name (${gvk.kind})`);
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, obj.metadata.namespace, name, sub);
     return this.transport.request<T>({
       method: 'PATCH',
       path,
+      signal,
       query: { ...writeQuery(opts), force: opts.force ? 'true' : undefined },
       body: obj,
       contentType: 'application/apply-patch+yaml',
@@ -261,10 +312,12 @@ export class KubeClient {
     patch: Patch,
     opts: WriteOptions & { subresource?: string } = {},
   ): Promise<T> {
+    const signal = this.combine(opts.signal);
     const { path } = await this.target(gvk, namespace, name, opts.subresource);
     return this.transport.request<T>({
       method: 'PATCH',
       path,
+      signal,
       query: writeQuery(opts),
       body: patch.body,
       contentType: PATCH_CONTENT_TYPE[patch.type],

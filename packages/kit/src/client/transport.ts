@@ -6,13 +6,33 @@
  * plugins). The requests go through one undici Agent per transport, kept alive and
  * shared by every request and watch: a new agent per watch reconnect is what
  * exhausted file descriptors in client-node 1.x (#2893).
+ *
+ * Client-side rate limiting and request metrics follow client-go's REST client:
+ * - With `rateLimit`, one {@link TokenBucket} is shared by the transport and every
+ *   impersonating copy of it (one budget per client, as one rest.Config per manager).
+ *   Requests ({@link Transport.request}, {@link Transport.raw}) take a token first;
+ *   watches ({@link Transport.dedicated}) take none, neither for the request that opens
+ *   them nor for the stream (client-go's `Request.Watch`: "we specifically don't want
+ *   to rate limit watches"). Waiting for a token counts against the request's
+ *   deadline, and its abort signal ends the wait.
+ * - With `registry`, client-go's metric names and labels (component-base's
+ *   `restclient` metrics): `rest_client_requests_total{code,method,host}` for every
+ *   request and watch (code `<error>` when no response came),
+ *   `rest_client_request_duration_seconds{verb,host}` for JSON requests (the token
+ *   wait included, as client-go times it), and
+ *   `rest_client_rate_limiter_duration_seconds{verb,host}` for each token taken.
+ *   There is no global registry: without `registry` nothing is recorded.
  */
 import { KubeConfig } from '@kubernetes/client-node';
+import type { Counter, Histogram, Registry } from 'prom-client';
 import { Agent, type buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
+import type { Clock } from '../base/clock.ts';
+import { sharedCounter, sharedHistogram } from '../base/shared-metrics.ts';
 
 type ConnectOptions = buildConnector.BuildOptions;
 
 import { ApiError, classifyStatus, transientError } from './errors.ts';
+import { type RateLimit, TokenBucket } from './token-bucket.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -49,6 +69,61 @@ export interface Impersonation {
   readonly uid?: string;
 }
 
+/** How a transport is made: limits and metrics; none of either by default. */
+export interface TransportOptions {
+  /**
+   * Client-side rate limit shared by this transport and its impersonating copies; none
+   * when omitted (tests, scripts). A manager's client should set one:
+   * {@link DEFAULT_CLIENT_RATE_LIMIT} is controller-runtime's 20 qps, burst 30.
+   */
+  readonly rateLimit?: RateLimit;
+  /** Where the `rest_client_*` metrics are registered (e.g. `manager.registry`); none when omitted. */
+  readonly registry?: Registry;
+  /** The rate limiter's clock; tests pass a FakeClock. */
+  readonly clock?: Clock;
+}
+
+/** client-go's buckets for both latency histograms (component-base restclient metrics). */
+const LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0] as const;
+
+/** The `rest_client_*` metrics of one registry, shared by every transport registered there. */
+interface RestClientMetrics {
+  readonly requests: Counter<'code' | 'method' | 'host'>;
+  readonly duration: Histogram<'verb' | 'host'>;
+  readonly rateLimiter: Histogram<'verb' | 'host'>;
+}
+
+function restClientMetrics(registry: Registry): RestClientMetrics {
+  return {
+    requests: sharedCounter(
+      registry,
+      'rest_client_requests_total',
+      'Number of HTTP requests, partitioned by status code, method, and host.',
+      ['code', 'method', 'host'],
+    ),
+    duration: sharedHistogram(
+      registry,
+      'rest_client_request_duration_seconds',
+      'Request latency in seconds. Broken down by verb, and host.',
+      ['verb', 'host'],
+      LATENCY_BUCKETS,
+    ),
+    rateLimiter: sharedHistogram(
+      registry,
+      'rest_client_rate_limiter_duration_seconds',
+      'Client side rate limiter latency in seconds. Broken down by verb, and host.',
+      ['verb', 'host'],
+      LATENCY_BUCKETS,
+    ),
+  };
+}
+
+/** What a transport shares with its impersonating copies. */
+interface Shared {
+  readonly limiter: TokenBucket | undefined;
+  readonly metrics: RestClientMetrics | undefined;
+}
+
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** Auth headers from tokens or exec plugins are re-read this often, so rotated tokens are picked up. */
 const AUTH_TTL_MS = 60_000;
@@ -63,25 +138,31 @@ export class Transport {
   private authHeaders: Record<string, string> = {};
   private authAt = 0;
   private readonly dynamicAuth: boolean;
+  private readonly shared: Shared;
+  /** `host:port` of the server: the `host` label of the metrics. */
+  private readonly host: string;
 
   private constructor(
     kc: KubeConfig,
     dispatcher: Dispatcher,
     connectOptions: ConnectOptions,
     server: string,
+    shared: Shared,
     impersonation?: Impersonation,
   ) {
     this.kubeConfig = kc;
     this.dispatcher = dispatcher;
     this.connectOptions = connectOptions;
     this.server = server.replace(/\/$/, '');
+    this.host = hostOf(this.server);
+    this.shared = shared;
     this.impersonation = impersonation;
     const user = kc.getCurrentUser();
     this.dynamicAuth = !!user && (!!user.token || !!user.authProvider || !!user.exec || !!user.password);
   }
 
   /** From a loaded KubeConfig (its current context). */
-  static async fromKubeConfig(kc: KubeConfig): Promise<Transport> {
+  static async fromKubeConfig(kc: KubeConfig, options: TransportOptions = {}): Promise<Transport> {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster; set a current-context');
     const opts: {
@@ -108,21 +189,30 @@ export class Transport {
       connections: 64,
       pipelining: 1,
     });
-    const t = new Transport(kc, dispatcher, connect, cluster.server);
-    return t;
+    const shared: Shared = {
+      limiter: options.rateLimit ? new TokenBucket(options.rateLimit, options.clock) : undefined,
+      metrics: options.registry ? restClientMetrics(options.registry) : undefined,
+    };
+    return new Transport(kc, dispatcher, connect, cluster.server, shared);
   }
 
   /** From a kubeconfig file, `$KUBECONFIG`, `~/.kube/config` or the in-cluster service account. */
-  static async load(kubeconfigPath?: string): Promise<Transport> {
+  static async load(kubeconfigPath?: string, options: TransportOptions = {}): Promise<Transport> {
     const kc = new KubeConfig();
     if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
     else kc.loadFromDefault();
-    return Transport.fromKubeConfig(kc);
+    return Transport.fromKubeConfig(kc, options);
   }
 
-  /** A transport that shares this one's connections and acts as someone else. */
+  /** A transport that shares this one's connections, rate limit and metrics, and acts as someone else. */
   impersonate(as: Impersonation): Transport {
-    return new Transport(this.kubeConfig, this.dispatcher, this.connectOptions, this.server, as);
+    return new Transport(this.kubeConfig, this.dispatcher, this.connectOptions, this.server, this.shared, as);
+  }
+
+  /** The rate limit every request of this transport waits on; undefined when unlimited. */
+  get rateLimit(): RateLimit | undefined {
+    const l = this.shared.limiter;
+    return l ? { qps: l.qps, burst: l.burst } : undefined;
   }
 
   private async headers(contentType?: string, accept?: string): Promise<Record<string, string | string[]>> {
@@ -167,7 +257,7 @@ export class Transport {
   async dedicated(opts: RequestOptions): Promise<RawResponse & { close(): Promise<void> }> {
     const agent = new Agent({ connect: this.connectOptions, connections: 1, pipelining: 1, bodyTimeout: 0 });
     try {
-      const res = await this.raw(opts, agent);
+      const res = await this.send(opts, agent, deadlineOf(opts), false);
       return { ...res, close: () => agent.destroy() };
     } catch (err) {
       await agent.destroy();
@@ -175,9 +265,42 @@ export class Transport {
     }
   }
 
-  /** Sends a request and returns the response unread; the caller must consume or dump the body. */
-  async raw(opts: RequestOptions, dispatcher: Dispatcher = this.dispatcher): Promise<RawResponse> {
+  /**
+   * Sends a request (after taking a rate-limit token) and returns the response unread;
+   * the caller must consume or dump the body.
+   */
+  async raw(opts: RequestOptions): Promise<RawResponse> {
+    return this.send(opts, this.dispatcher, deadlineOf(opts), true);
+  }
+
+  /**
+   * Waits for a token when `throttled` and the transport is rate limited, then sends.
+   * `deadline` (the request's overall timeout) starts before the wait, so a request
+   * queued behind the limiter still fails at its deadline.
+   */
+  private async send(
+    opts: RequestOptions,
+    dispatcher: Dispatcher,
+    deadline: AbortSignal | undefined,
+    throttled: boolean,
+  ): Promise<RawResponse> {
     const label = `${opts.method} ${opts.path}`;
+    const signal = AbortSignal.any([opts.signal, deadline].filter((s): s is AbortSignal => !!s));
+    const { limiter, metrics } = this.shared;
+    if (throttled && limiter) {
+      const started = performance.now();
+      try {
+        await limiter.take(signal);
+      } catch (err) {
+        if (opts.signal?.aborted) throw err;
+        throw transientError(label, new Error('timed out waiting for the client-side rate limiter'));
+      } finally {
+        metrics?.rateLimiter.observe(
+          { verb: opts.method, host: this.host },
+          (performance.now() - started) / 1000,
+        );
+      }
+    }
     const body =
       opts.body === undefined
         ? undefined
@@ -185,11 +308,6 @@ export class Transport {
           ? opts.body
           : JSON.stringify(opts.body);
     const contentType = body === undefined ? undefined : (opts.contentType ?? 'application/json');
-    const signals = [
-      opts.signal,
-      opts.timeoutMs === 0 ? undefined : AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS),
-    ];
-    const signal = AbortSignal.any(signals.filter((s): s is AbortSignal => !!s));
     try {
       const res = await undiciRequest(this.url(opts.path, opts.query), {
         method: opts.method,
@@ -199,8 +317,11 @@ export class Transport {
         signal,
         headersTimeout: opts.headersTimeoutMs,
       });
+      metrics?.requests.inc({ code: String(res.statusCode), method: opts.method, host: this.host });
       return { status: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {
+      // client-go's label for a request that got no response: errors are unbounded text.
+      metrics?.requests.inc({ code: '<error>', method: opts.method, host: this.host });
       if (opts.signal?.aborted) throw err;
       throw transientError(label, err);
     }
@@ -209,13 +330,22 @@ export class Transport {
   /** A JSON request; a non-2xx answer becomes a classified {@link ApiError}. */
   async request<T>(opts: RequestOptions): Promise<T> {
     const label = `${opts.method} ${opts.path}`;
-    const res = await this.raw(opts);
+    const started = performance.now();
     let text: string;
+    let res: RawResponse;
     try {
-      text = await res.body.text();
-    } catch (err) {
-      if (opts.signal?.aborted) throw err;
-      throw transientError(label, err);
+      res = await this.raw(opts);
+      try {
+        text = await res.body.text();
+      } catch (err) {
+        if (opts.signal?.aborted) throw err;
+        throw transientError(label, err);
+      }
+    } finally {
+      this.shared.metrics?.duration.observe(
+        { verb: opts.method, host: this.host },
+        (performance.now() - started) / 1000,
+      );
     }
     const parsed = parseJson(text);
     if (res.status >= 200 && res.status < 300) return parsed as T;
@@ -231,6 +361,19 @@ export class Transport {
   /** Releases the connections. Requests in flight fail. */
   async close(): Promise<void> {
     await this.dispatcher.close();
+  }
+}
+
+function deadlineOf(opts: RequestOptions): AbortSignal | undefined {
+  return opts.timeoutMs === 0 ? undefined : AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+}
+
+/** `host:port` of a server URL, as client-go's `url.Host`. */
+function hostOf(server: string): string {
+  try {
+    return new URL(server).host;
+  } catch {
+    return server;
   }
 }
 

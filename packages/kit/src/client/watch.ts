@@ -3,6 +3,9 @@
  * stream (its timeout), when `signal` aborts, or with an error; reconnecting,
  * resuming and relisting are the reflector's job, not this one's.
  *
+ * `onOpen` tells the caller when the server accepted the watch (HTTP 200), which is
+ * when a watch is connected: a quiet kind may send no event for minutes after that.
+ *
  * An `ERROR` event carrying a 410 is thrown as an ApiError with reason Gone, so the
  * caller handles "too old resourceVersion" the same way whether the server said it
  * in the HTTP status or inside the stream.
@@ -28,6 +31,11 @@ export interface WatchOptions {
   readonly signal?: AbortSignal;
   /** Ask for PartialObjectMetadata instead of whole objects. */
   readonly metadataOnly?: boolean;
+  /**
+   * Called once the server has answered 200: the watch is established, even if no event
+   * follows for minutes (a quiet kind). Errors (non-200) throw from the stream instead.
+   */
+  readonly onOpen?: () => void;
 }
 
 /** Accept header asking for metadata only: PartialObjectMetadata for a watch's objects. */
@@ -73,6 +81,7 @@ export async function* watch<T extends KubeObject = KubeObject>(
       const ra = res.headers['retry-after'];
       throw classifyStatus(res.status, body, label, Array.isArray(ra) ? ra[0] : ra);
     }
+    opts.onOpen?.();
     const decoder = new TextDecoder();
     let buffered = '';
     for await (const chunk of res.body) {

@@ -7,23 +7,39 @@
  * (from the cache), decides, and applies. "The object was deleted" is observed by not
  * finding it. Any number of events may fold into one reconcile.
  *
- * Outcomes of one reconcile:
- * - returns `{}` (or nothing): done; the key's failure count is reset.
- * - returns `{ requeueAfterMs }`: done for now; reconcile again after that delay.
- * - throws a {@link TerminalError}: recorded (log, metric) and not retried; a later
- *   change of the object brings the key back.
- * - throws anything else: retried with per-key exponential backoff (5 ms to ~16 min).
+ * The reconcile receives the primary object as the cache holds it when the reconcile
+ * starts (`req.object`, typed by `for<T>()`, deep-frozen), or `undefined` when the cache
+ * has no such object: deleted, or never seen. It never needs the builder's informer.
+ *
+ * Outcomes of one reconcile, as controller-runtime's reconcileHandler (v0.19+) treats
+ * them, in this order:
+ * - throws a {@link TerminalError}: recorded (log, `result="error"` and the terminal
+ *   counter) and not retried; a later change of the object brings the key back.
+ * - throws anything else: `result="error"`; retried after the rate limiter's delay: the
+ *   longer of the per-key backoff (5 ms doubling to ~16.7 min) and the controller-wide
+ *   bucket (10 retries a second, burst 100), and never sooner than the Retry-After of
+ *   an `ApiError` that carries one (a 429). An event for the key meanwhile still
+ *   queues it at once: that is new work, not a retry.
+ * - returns `{ requeueAfterMs }` with a delay above 0: `requeue_after`; the failure
+ *   count is reset and the key comes back after that delay.
+ * - returns `{ requeue: true }`: `requeue`; the key comes back after the rate
+ *   limiter's delay, which keeps growing until a result without requeue.
+ * - returns `{}`, nothing, or `{ requeueAfterMs: 0 }` (or less): `success`; done, the
+ *   failure count is reset. A zero delay is "no requeue", as controller-runtime's zero
+ *   `RequeueAfter` is, and not "at once": that would be a hot loop.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Counter, Histogram, Registry } from 'prom-client';
-import type { Clock } from '../base/clock.ts';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Clock, TimerHandle } from '../base/clock.ts';
 import { realClock } from '../base/clock.ts';
-import { sharedCounter, sharedHistogram } from '../base/shared-metrics.ts';
+import { sharedCounter, sharedGauge, sharedHistogram } from '../base/shared-metrics.ts';
+import type { DeepReadonly } from '../cache/deep-freeze.ts';
 import type { InformerCache, InformerOptions } from '../cache/informer-cache.ts';
 import type { Reflector } from '../cache/reflector.ts';
 import type { StoreDelta } from '../cache/store.ts';
 import type { KubeClient } from '../client/client.ts';
+import { isApiError } from '../client/errors.ts';
 import {
   type GroupVersionKind,
   type KubeObject,
@@ -32,18 +48,36 @@ import {
   parseApiVersion,
   splitKey,
 } from '../client/types.ts';
+import type { RateLimiter } from './rate-limiter.ts';
 import { runWorkers, Workqueue } from './workqueue.ts';
 
 /** What a reconcile is asked to do: bring the object with this key to its desired state. */
-export interface ReconcileRequest {
+export interface ReconcileRequest<T extends KubeObject = KubeObject> {
   readonly key: ObjectKey;
   readonly namespace: string | undefined;
   readonly name: string;
+  /**
+   * The primary object as the cache held it when this reconcile started; `undefined`
+   * when the cache has none (deleted, or not created yet): the level-based way to
+   * observe a deletion. Deep-frozen: copy what you change. Read the cache again (or the
+   * API) for a view fresher than the reconcile's start.
+   */
+  readonly object: DeepReadonly<T> | undefined;
 }
 
 export interface ReconcileResult {
-  /** Reconcile this key again after this many milliseconds (a periodic check, a pending external state). */
+  /**
+   * Reconcile this key again after this many milliseconds (a periodic check, a pending
+   * external state). 0 or less means no requeue, as controller-runtime's zero
+   * `RequeueAfter` does; it wins over `requeue`.
+   */
   readonly requeueAfterMs?: number;
+  /**
+   * Reconcile this key again after the rate limiter's delay (5 ms, doubling while it
+   * keeps asking, and within the controller's 10 retries a second): controller-runtime's
+   * `Requeue: true`, for "not done, nothing failed" such as waiting on another object.
+   */
+  readonly requeue?: boolean;
 }
 
 export interface ReconcileContext {
@@ -52,10 +86,16 @@ export interface ReconcileContext {
   readonly reconcileId: string;
   /** Aborted when the manager shuts down or loses leadership: stop at the next await. */
   readonly signal: AbortSignal;
+  /**
+   * The manager's client bound to `signal`: once it aborts, every request of this
+   * client is aborted on the wire, so a reconcile cut short by a lost lease cannot land
+   * a write beside the new leader. Write through this one.
+   */
+  readonly client: KubeClient;
 }
 
-export type Reconciler = (
-  req: ReconcileRequest,
+export type Reconciler<T extends KubeObject = KubeObject> = (
+  req: ReconcileRequest<T>,
   ctx: ReconcileContext,
 ) => Promise<ReconcileResult | undefined>;
 
@@ -86,12 +126,20 @@ export function hasLabels(labels: Readonly<Record<string, string>>): Predicate {
   return (d) => match(d.object) || (d.type === 'updated' && match(d.old));
 }
 
-/** Result labels of `controller_runtime_reconcile_total`, as controller-runtime names them. */
+/**
+ * Result labels of `controller_runtime_reconcile_total`, as controller-runtime names
+ * them. A terminal error is an `error` here too (and is counted again in
+ * `controller_runtime_terminal_reconcile_errors_total`), so error-rate alerts see it.
+ */
 export const ReconcileOutcome = {
+  /** Done: a zero result (or a zero `requeueAfterMs`). */
   Success: 'success',
+  /** The reconcile threw: retried with backoff, or recorded as terminal. */
   Error: 'error',
+  /** Done for now, back after `requeueAfterMs`. */
   RequeueAfter: 'requeue_after',
-  Terminal: 'terminal_error',
+  /** `requeue: true`: back after the rate limiter's delay. */
+  Requeue: 'requeue',
 } as const;
 export type ReconcileOutcome = (typeof ReconcileOutcome)[keyof typeof ReconcileOutcome];
 
@@ -114,7 +162,11 @@ export interface ForOptions extends InformerOptions {
   readonly predicates?: readonly Predicate[];
 }
 
-export class ControllerBuilder {
+/**
+ * Builds a controller. `T` is the primary kind's object type, set by `for<T>()`: the
+ * reconcile's `req.object` and the controller's `primary` informer carry it.
+ */
+export class ControllerBuilder<T extends KubeObject = KubeObject> {
   private readonly name: string;
   private readonly deps: ControllerDeps;
   private primary: { gvk: GroupVersionKind; opts: ForOptions } | undefined;
@@ -125,6 +177,7 @@ export class ControllerBuilder {
   }[] = [];
   private concurrency = 1;
   private resyncMs: number | undefined;
+  private rateLimiter: RateLimiter | undefined;
   private onBuilt: ((c: Controller) => void) | undefined;
 
   constructor(name: string, deps: ControllerDeps, onBuilt?: (c: Controller) => void) {
@@ -133,10 +186,14 @@ export class ControllerBuilder {
     this.onBuilt = onBuilt;
   }
 
-  /** The primary kind: its keys are what the reconciler receives. */
-  for(gvk: GroupVersionKind, opts: ForOptions = {}): this {
+  /**
+   * The primary kind: its keys are what the reconciler receives, and its objects (typed
+   * `U`, which the caller asserts matches `gvk`) come with them as `req.object`.
+   */
+  for<U extends KubeObject = KubeObject>(gvk: GroupVersionKind, opts: ForOptions = {}): ControllerBuilder<U> {
     this.primary = { gvk, opts };
-    return this;
+    // Only the type parameter changes: the builder holds no value of type T yet.
+    return this as unknown as ControllerBuilder<U>;
   }
 
   /** A kind whose objects carry a controller owner reference to a primary object. */
@@ -161,15 +218,25 @@ export class ControllerBuilder {
     return this;
   }
 
+  /**
+   * How failed keys wait before their retry, replacing client-go's default (the longer of
+   * 5 ms doubling to 1000 s per key, and 10 retries a second, burst 100, overall): for
+   * example `defaultControllerRateLimiter({ qps: 50, burst: 200 })`.
+   */
+  withRateLimiter(limiter: RateLimiter): this {
+    this.rateLimiter = limiter;
+    return this;
+  }
+
   /** Enqueue every primary key this often (with ±10 % jitter), to catch drift no event reports. */
   resyncEvery(ms: number): this {
     this.resyncMs = ms;
     return this;
   }
 
-  reconcile(fn: Reconciler): Controller {
+  reconcile(fn: Reconciler<T>): Controller<T> {
     if (!this.primary) throw new Error(`controller ${this.name}: call for(kind) before reconcile()`);
-    const c = new Controller(
+    const c = new Controller<T>(
       this.name,
       this.deps,
       this.primary,
@@ -177,22 +244,25 @@ export class ControllerBuilder {
       fn,
       this.concurrency,
       this.resyncMs,
+      this.rateLimiter,
     );
-    this.onBuilt?.(c);
+    this.onBuilt?.(c as unknown as Controller);
     return c;
   }
 }
 
-export class Controller {
+export class Controller<T extends KubeObject = KubeObject> {
   readonly name: string;
   readonly queue: Workqueue;
   /** The primary kind's shared informer; its store is the reconciler's read cache. */
-  readonly primary: Reflector<KubeObject>;
+  readonly primary: Reflector<T>;
   private readonly deps: ControllerDeps;
   private readonly primaryGvk: GroupVersionKind;
   private readonly sources: Source[] = [];
   private readonly informers: Reflector<KubeObject>[] = [];
-  private readonly reconciler: Reconciler;
+  /** Removes this controller's delta handlers from the shared informers. */
+  private readonly unsubscribes: (() => void)[] = [];
+  private readonly reconciler: Reconciler<T>;
   private readonly concurrency: number;
   private readonly resyncMs: number | undefined;
   private readonly clock: Clock;
@@ -201,10 +271,11 @@ export class Controller {
     errors: Counter<'controller'>;
     terminal: Counter<'controller'>;
     time: Histogram<'controller'>;
+    active: Gauge<'controller'>;
   };
   private primaryNamespaced: boolean | undefined;
   private workers: Promise<void> | undefined;
-  private resyncTimer: ReturnType<typeof setTimeout> | undefined;
+  private resyncTimer: TimerHandle | undefined;
   private readonly abort = new AbortController();
 
   constructor(
@@ -216,9 +287,10 @@ export class Controller {
       opts: ForOptions;
       map?: (obj: KubeObject) => readonly ObjectKey[];
     }[],
-    reconciler: Reconciler,
+    reconciler: Reconciler<T>,
     concurrency: number,
     resyncMs: number | undefined,
+    rateLimiter?: RateLimiter,
   ) {
     this.name = name;
     this.deps = deps;
@@ -227,7 +299,7 @@ export class Controller {
     this.concurrency = concurrency;
     this.resyncMs = resyncMs;
     this.clock = deps.clock ?? realClock;
-    this.queue = new Workqueue({ name, registry: deps.registry, clock: deps.clock });
+    this.queue = new Workqueue({ name, registry: deps.registry, clock: deps.clock, rateLimiter });
     this.metrics = {
       total: sharedCounter(
         deps.registry,
@@ -254,11 +326,28 @@ export class Controller {
         ['controller'],
         [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       ),
+      active: sharedGauge(
+        deps.registry,
+        'controller_runtime_active_workers',
+        'Workers running a reconcile now, per controller.',
+        ['controller'],
+      ),
     };
     for (const r of Object.values(ReconcileOutcome)) this.metrics.total.labels(name, r).inc(0);
     this.metrics.errors.labels(name).inc(0);
+    this.metrics.terminal.labels(name).inc(0);
+    this.metrics.active.labels(name).set(0);
+    sharedGauge(
+      deps.registry,
+      'controller_runtime_max_concurrent_reconciles',
+      'The most reconciles a controller runs at once (its worker count).',
+      ['controller'],
+    )
+      .labels(name)
+      .set(concurrency);
 
-    this.primary = deps.cache.informer(primary.gvk, primary.opts);
+    // Acquired, not just looked up: the cache stops an informer when its last controller goes.
+    this.primary = deps.cache.acquire(primary.gvk, primary.opts);
     this.sources.push({
       gvk: primary.gvk,
       opts: primary.opts,
@@ -274,9 +363,12 @@ export class Controller {
       });
     }
     for (const s of this.sources) {
+      // The primary informer seen untyped: the sources route any object to keys.
       const informer =
-        s.gvk === primary.gvk && s.opts === primary.opts ? this.primary : deps.cache.informer(s.gvk, s.opts);
-      informer.onDelta((d) => this.enqueueFor(s, d));
+        s.gvk === primary.gvk && s.opts === primary.opts
+          ? (this.primary as unknown as Reflector<KubeObject>)
+          : deps.cache.acquire(s.gvk, s.opts);
+      this.unsubscribes.push(informer.onDelta((d) => this.enqueueFor(s, d)));
       this.informers.push(informer);
     }
   }
@@ -307,20 +399,23 @@ export class Controller {
    * keys still in flight at the deadline (their reconciles are told to abort).
    */
   async stop(timeoutMs: number): Promise<readonly string[]> {
-    if (this.resyncTimer) clearTimeout(this.resyncTimer);
+    if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     const stragglers = await this.queue.shutdownWithDrain(timeoutMs);
     this.abort.abort(new Error('controller stopping'));
+    // Its handlers out, its informers given back: the last controller of a kind stops its watch.
+    for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
+    await Promise.all(this.informers.splice(0).map((i) => this.deps.cache.release(i)));
     return stragglers;
   }
 
+  /** On the injected clock (whose real timers are unref'd): a pending resync never keeps a process alive. */
   private scheduleResync(): void {
-    if (!this.resyncMs) return;
+    if (!this.resyncMs || this.queue.shuttingDown) return;
     const jittered = this.resyncMs * (0.9 + Math.random() * 0.2);
-    this.resyncTimer = setTimeout(() => {
+    this.resyncTimer = this.clock.setTimeout(() => {
       for (const key of this.primary.store.keys()) this.queue.add(key);
       this.scheduleResync();
     }, jittered);
-    this.resyncTimer.unref();
   }
 
   private enqueueFor(source: Source, delta: StoreDelta<KubeObject>): void {
@@ -357,35 +452,73 @@ export class Controller {
     const started = this.clock.now();
     const { namespace, name } = splitKey(key);
     let outcome: ReconcileOutcome;
+    this.metrics.active.labels(this.name).inc();
     try {
+      const object = this.primary.store.get(key);
       const result = await this.reconciler(
-        { key, namespace, name },
-        { log, reconcileId, signal: this.abort.signal },
+        { key, namespace, name, object },
+        {
+          log,
+          reconcileId,
+          signal: this.abort.signal,
+          client: this.deps.client.withSignal(this.abort.signal),
+        },
       );
-      this.queue.forget(key);
-      if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
-        this.queue.addAfter(key, result.requeueAfterMs);
-        outcome = ReconcileOutcome.RequeueAfter;
-      } else {
-        outcome = ReconcileOutcome.Success;
-      }
+      outcome = this.settle(key, result ?? {});
     } catch (err) {
+      outcome = ReconcileOutcome.Error;
+      this.metrics.errors.labels(this.name).inc();
       if (err instanceof TerminalError) {
+        // controller-runtime keeps the failure count here; we reset it, since no retry is pending.
         this.queue.forget(key);
         this.metrics.terminal.labels(this.name).inc();
-        outcome = ReconcileOutcome.Terminal;
         log.error({ reason: err.reason, err: err.message }, 'reconcile failed terminally: not retried');
       } else {
-        this.queue.addRateLimited(key);
-        outcome = ReconcileOutcome.Error;
+        const retryAfterMs = retryAfterOf(err);
+        this.queue.addRateLimited(key, retryAfterMs);
         log.warn(
-          { err: err instanceof Error ? err.message : String(err), retries: this.queue.numRequeues(key) },
+          {
+            err: err instanceof Error ? err.message : String(err),
+            retries: this.queue.numRequeues(key),
+            ...(retryAfterMs ? { retryAfterMs } : {}),
+          },
           'reconcile failed: retrying with backoff',
         );
       }
-      this.metrics.errors.labels(this.name).inc();
+    } finally {
+      this.metrics.active.labels(this.name).dec();
     }
     this.metrics.total.labels(this.name, outcome).inc();
     this.metrics.time.labels(this.name).observe((this.clock.now() - started) / 1000);
   }
+
+  /** What a returned result does to the key (controller-runtime's order: requeueAfter, then requeue). */
+  private settle(key: ObjectKey, result: ReconcileResult): ReconcileOutcome {
+    if (result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
+      this.queue.forget(key);
+      this.queue.addAfter(key, result.requeueAfterMs);
+      return ReconcileOutcome.RequeueAfter;
+    }
+    if (result.requeue) {
+      // No forget: the delay grows while the reconcile keeps asking, as after failures.
+      this.queue.addRateLimited(key);
+      return ReconcileOutcome.Requeue;
+    }
+    this.queue.forget(key);
+    return ReconcileOutcome.Success;
+  }
+}
+
+/**
+ * The Retry-After, in ms, of an `ApiError` (a 429, or a 503 that carries one) found in
+ * `err` or its `cause` chain; 0 when there is none.
+ */
+function retryAfterOf(err: unknown): number {
+  for (let e = err, depth = 0; e !== undefined && depth < 5; depth++) {
+    if (isApiError(e) && e.retryAfterSeconds !== undefined && e.retryAfterSeconds > 0) {
+      return e.retryAfterSeconds * 1000;
+    }
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return 0;
 }

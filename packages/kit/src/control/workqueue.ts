@@ -14,19 +14,15 @@
  * finally { queue.done(key) }             // always: or the key never runs again
  * ```
  *
- * {@link runWorkers} is that loop for N workers.
+ * {@link runWorkers} is that loop for N workers. Retries are rate limited per key and
+ * overall (10 per second, burst 100), as client-go's controllers are: see `rate-limiter.ts`.
  */
-import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { type Counter, Gauge, type Histogram, type Registry } from 'prom-client';
 import { type Clock, realClock, type TimerHandle } from '../base/clock.ts';
-import { sharedCounter, sharedGauge, sharedHistogram } from '../base/shared-metrics.ts';
+import { sharedCounter, sharedGauge, sharedHistogram, sharedMetric } from '../base/shared-metrics.ts';
+import { defaultControllerRateLimiter, type RateLimiter } from './rate-limiter.ts';
 
-/** client-go's default first retry delay: fast enough that a transient conflict costs nothing. */
-export const DEFAULT_BASE_DELAY_MS = 5;
-/**
- * client-go's default cap, 1000 s (about 16.7 min): a key that keeps failing is still
- * retried a few times an hour, without a broken object costing a reconcile per second.
- */
-export const DEFAULT_MAX_DELAY_MS = 1_000_000;
+export { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS } from './rate-limiter.ts';
 
 /**
  * Bucket bounds in seconds for the queue and work duration histograms, 10 ns to 10 s by
@@ -44,8 +40,14 @@ export interface WorkqueueOptions {
   readonly registry?: Registry;
   /** First retry delay of {@link Workqueue.addRateLimited}; doubles per failure. */
   readonly baseDelayMs?: number;
-  /** Cap of the retry delay. */
+  /** Cap of the per-key retry delay. */
   readonly maxDelayMs?: number;
+  /** Overall retries per second across all keys (client-go's 10). */
+  readonly qps?: number;
+  /** Overall retries allowed at once before `qps` applies (client-go's 100). */
+  readonly burst?: number;
+  /** Replaces the default limiter (and `baseDelayMs`, `maxDelayMs`, `qps`, `burst`) entirely. */
+  readonly rateLimiter?: RateLimiter;
 }
 
 interface QueueMetrics {
@@ -54,6 +56,8 @@ interface QueueMetrics {
   readonly retries: Counter.Internal;
   readonly queueDuration: Histogram.Internal<'name'>;
   readonly workDuration: Histogram.Internal<'name'>;
+  /** Stops reporting the in-flight gauges (a stopped queue must not be kept alive by a registry). */
+  readonly release: () => void;
 }
 
 interface Delayed {
@@ -79,15 +83,13 @@ interface Delayed {
 export class Workqueue {
   readonly name: string;
   private readonly clock: Clock;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
+  private readonly limiter: RateLimiter;
   /** Keys waiting for a worker, in the order they were added (a Set iterates in insertion order). */
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   /** Keys added while being processed: queued again on `done()`. */
   private readonly dirty = new Set<string>();
   private readonly delayed = new Map<string, Delayed>();
-  private readonly failures = new Map<string, number>();
   private readonly addedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
   /** Workers blocked in `get()`, served first come, first served. */
@@ -99,9 +101,16 @@ export class Workqueue {
   constructor(opts: WorkqueueOptions) {
     this.name = opts.name;
     this.clock = opts.clock ?? realClock;
-    this.baseDelayMs = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
-    this.maxDelayMs = opts.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
-    this.metrics = queueMetrics(opts.registry, opts.name);
+    this.limiter =
+      opts.rateLimiter ??
+      defaultControllerRateLimiter({
+        clock: this.clock,
+        baseDelayMs: opts.baseDelayMs,
+        maxDelayMs: opts.maxDelayMs,
+        qps: opts.qps,
+        burst: opts.burst,
+      });
+    this.metrics = queueMetrics(opts.registry, opts.name, () => this.inFlightAges());
   }
 
   /** Keys waiting for a worker (not those in flight, nor those delayed). */
@@ -112,6 +121,11 @@ export class Workqueue {
   /** Keys handed out and not yet `done()`. */
   get inFlight(): number {
     return this.processing.size;
+  }
+
+  /** Keys waiting for a delay (a backoff or a requeueAfter) to pass. */
+  get delayedLen(): number {
+    return this.delayed.size;
   }
 
   get shuttingDown(): boolean {
@@ -148,7 +162,10 @@ export class Workqueue {
     this.startedAt.delete(key);
     if (started !== undefined) this.metrics.workDuration.observe(seconds(this.clock.now() - started));
     if (this.dirty.delete(key)) this.enqueue(key);
-    if (this.processing.size === 0) for (const w of [...this.drainWaiters]) w();
+    if (this.processing.size === 0) {
+      for (const w of [...this.drainWaiters]) w();
+      if (this.stopping) this.metrics.release();
+    }
   }
 
   /**
@@ -174,25 +191,30 @@ export class Workqueue {
     this.delayed.set(key, { readyAt, timer });
   }
 
-  /** Adds `key` after its backoff: 5 ms, doubling with each failure since the last {@link forget}, capped. */
-  addRateLimited(key: string): void {
+  /**
+   * Adds `key` after its rate limiter's delay: the longer of its own backoff (5 ms,
+   * doubling with each failure since the last {@link forget}, capped) and the overall
+   * bucket's (10 retries a second, burst 100), and never sooner than `notBeforeMs`
+   * (a server's Retry-After).
+   */
+  addRateLimited(key: string, notBeforeMs = 0): void {
     if (this.stopping) return;
-    this.addAfter(key, this.nextBackoff(key));
+    this.addAfter(key, Math.max(this.limiter.when(key), notBeforeMs));
   }
 
   /** Resets `key`'s failure count: call it when a reconcile succeeds, or the next failure waits too long. */
   forget(key: string): void {
-    this.failures.delete(key);
+    this.limiter.forget(key);
   }
 
   /** Failures of `key` since the last {@link forget}. */
   numRequeues(key: string): number {
-    return this.failures.get(key) ?? 0;
+    return this.limiter.numRequeues(key);
   }
 
-  /** The delay the next {@link addRateLimited} of `key` would use, without counting a failure. */
+  /** The delay the next {@link addRateLimited} of `key` would use now, without counting a failure. */
   backoffFor(key: string): number {
-    return Math.min(this.baseDelayMs * 2 ** this.numRequeues(key), this.maxDelayMs);
+    return this.limiter.peek(key);
   }
 
   /**
@@ -211,6 +233,7 @@ export class Workqueue {
     this.dirty.clear();
     this.metrics.depth.set(0);
     for (const g of this.getters.splice(0)) g(undefined);
+    if (this.processing.size === 0) this.metrics.release();
   }
 
   /**
@@ -235,10 +258,10 @@ export class Workqueue {
     });
   }
 
-  private nextBackoff(key: string): number {
-    const delay = this.backoffFor(key);
-    this.failures.set(key, this.numRequeues(key) + 1);
-    return delay;
+  /** Seconds each key in flight has been processed so far, for the scrape-time gauges. */
+  private inFlightAges(): number[] {
+    const now = this.clock.now();
+    return [...this.startedAt.values()].map((s) => seconds(now - s));
   }
 
   private enqueue(key: string): void {
@@ -319,8 +342,66 @@ function seconds(ms: number): number {
 
 const LABELS = ['name'] as const;
 
-function queueMetrics(registry: Registry | undefined, name: string): QueueMetrics {
+/** Per scrape-time gauge, the queues reporting into it: each sets its own series when scraped. */
+const scrapeReporters = new WeakMap<object, Set<() => void>>();
+
+/**
+ * A gauge per queue whose value is computed when the registry is scraped, as client-go
+ * computes these two (it polls every 500 ms; a scrape-time value is never stale).
+ */
+function scrapeTimeGauge(registry: Registry | undefined, metric: string, help: string): Gauge<'name'> {
+  return sharedMetric(
+    registry,
+    metric,
+    Gauge,
+    (registers) =>
+      new Gauge<'name'>({
+        name: metric,
+        help,
+        labelNames: LABELS,
+        registers,
+        collect() {
+          for (const report of scrapeReporters.get(this) ?? []) report();
+        },
+      }),
+  );
+}
+
+function reportAtScrape(gauge: Gauge<'name'>, report: () => void): () => void {
+  let set = scrapeReporters.get(gauge);
+  if (!set) {
+    set = new Set();
+    scrapeReporters.set(gauge, set);
+  }
+  set.add(report);
+  return () => {
+    report();
+    set.delete(report);
+  };
+}
+
+function queueMetrics(
+  registry: Registry | undefined,
+  name: string,
+  inFlightAges: () => readonly number[],
+): QueueMetrics {
   const labels = { name };
+  const unfinished = scrapeTimeGauge(
+    registry,
+    'workqueue_unfinished_work_seconds',
+    'Seconds of work in progress not yet observed by work_duration: the sum of the ages of the keys in flight. Large values indicate stuck reconciles.',
+  );
+  const longest = scrapeTimeGauge(
+    registry,
+    'workqueue_longest_running_processor_seconds',
+    'Seconds the longest-running key in flight has been processed.',
+  );
+  const releaseUnfinished = reportAtScrape(unfinished, () =>
+    unfinished.labels(labels).set(inFlightAges().reduce((a, b) => a + b, 0)),
+  );
+  const releaseLongest = reportAtScrape(longest, () =>
+    longest.labels(labels).set(Math.max(0, ...inFlightAges())),
+  );
   const depth = sharedGauge(
     registry,
     'workqueue_depth',
@@ -356,5 +437,9 @@ function queueMetrics(registry: Registry | undefined, name: string): QueueMetric
       LABELS,
       DURATION_BUCKETS_SECONDS,
     ).labels(labels),
+    release: () => {
+      releaseUnfinished();
+      releaseLongest();
+    },
   };
 }

@@ -9,6 +9,11 @@
  * Recording never throws and never blocks a reconcile: writes happen in the
  * background, and failures are logged and counted, because an event lost is a
  * nuisance while a reconcile failed because of an event is a bug.
+ *
+ * `close()` (the manager's shutdown) writes the final counts but waits for them at most
+ * {@link EVENT_FLUSH_TIMEOUT_MS}: an apiserver that is shutting down too (a Ctrl-C reaches
+ * the whole process group under `npm run up`) must not hold the operator's exit for a
+ * request timeout. Writes still pending then are aborted and dropped, with one log line.
  */
 import { type Logger, pino } from 'pino';
 import type { Counter, Registry } from 'prom-client';
@@ -47,6 +52,8 @@ export const DEFAULT_SERIES_WINDOW_MS = 6 * 60_000;
 export const DEFAULT_SERIES_UPDATE_INTERVAL_MS = 30_000;
 /** Open series remembered at most; the least recently repeated is forgotten first. */
 export const DEFAULT_MAX_SERIES = 4096;
+/** How long `close()` waits for the final writes before dropping them. */
+export const EVENT_FLUSH_TIMEOUT_MS = 2_000;
 /** The apiserver's limit on `note`, in bytes. */
 export const MAX_NOTE_BYTES = 1024;
 /** The apiserver's limit on `reportingController` and `reportingInstance`. */
@@ -127,6 +134,8 @@ export class EventRecorder {
   private readonly pending = new Set<Series>();
   private readonly inFlight = new Set<Promise<void>>();
   private closed = false;
+  /** Aborts the writes still in flight when `close()` gives up on them. */
+  private readonly abandon = new AbortController();
   private readonly observed: Counter.Internal;
   private readonly writes: { readonly create: Counter.Internal; readonly patch: Counter.Internal };
   private readonly failures: Counter.Internal;
@@ -227,9 +236,26 @@ export class EventRecorder {
     await Promise.all([...this.inFlight]);
   }
 
-  /** Flushes and stops: later events are ignored. Call it on shutdown so final counts are written. */
-  async close(): Promise<void> {
-    await this.flush();
+  /**
+   * Flushes and stops: later events are ignored. Call it on shutdown so final counts are
+   * written. Waits at most `timeoutMs`: writes still pending then are aborted, dropped
+   * and logged once.
+   */
+  async close(timeoutMs = EVENT_FLUSH_TIMEOUT_MS): Promise<void> {
+    let timer: TimerHandle | undefined;
+    const late = new Promise<'late'>((r) => {
+      timer = this.clock.setTimeout(() => r('late'), timeoutMs);
+    });
+    const outcome = await Promise.race([this.flush().then(() => 'flushed' as const), late]);
+    if (timer !== undefined) this.clock.clearTimeout(timer);
+    if (outcome === 'late') {
+      const dropped = [...this.pending].reduce((n, s) => n + (s.count - s.settled), 0);
+      this.abandon.abort(new Error(`event flush exceeded ${timeoutMs} ms`));
+      this.logger.warn(
+        { controller: this.controller, dropped, timeoutMs },
+        'the apiserver did not take the final events in time: dropped',
+      );
+    }
     this.closed = true;
     for (const s of this.series.values()) if (s.timer !== undefined) this.clock.clearTimeout(s.timer);
     this.series.clear();
@@ -288,7 +314,9 @@ export class EventRecorder {
       (err: unknown) => {
         // Dropped, not retried: the next repeat writes again, no sooner than the
         // interval, so a struggling apiserver is not hammered by its own events.
-        this.fail(err, undefined, s.event);
+        // Abandoned by close(): counted, and logged there once.
+        if (this.abandon.signal.aborted) this.failures.inc();
+        else this.fail(err, undefined, s.event);
       },
     );
     const tracked = p.finally(() => {
@@ -309,10 +337,13 @@ export class EventRecorder {
     if (s.written > 0 && series !== undefined) {
       try {
         this.writes.patch.inc();
-        await this.client.patch(EVENT_GVK, s.event.metadata.name ?? '', s.event.metadata.namespace, {
-          type: 'merge',
-          body: { series },
-        });
+        await this.client.patch(
+          EVENT_GVK,
+          s.event.metadata.name ?? '',
+          s.event.metadata.namespace,
+          { type: 'merge', body: { series } },
+          { signal: this.abandon.signal },
+        );
         return;
       } catch (err) {
         // Events expire (1 h by default): a series outliving its Event starts it again.
@@ -320,7 +351,7 @@ export class EventRecorder {
       }
     }
     this.writes.create.inc();
-    await this.client.create({ ...s.event, ...(series ? { series } : {}) });
+    await this.client.create({ ...s.event, ...(series ? { series } : {}) }, { signal: this.abandon.signal });
   }
 
   /** Forgets series whose last repeat is older than the window; pending counts are written first. */

@@ -4,6 +4,7 @@
  * and its status records the message and the generation it saw.
  */
 import {
+  type Controller,
   controllerReference,
   customResourceDefinition,
   generationChanged,
@@ -70,20 +71,20 @@ export interface SampleOptions {
   readonly writes?: WriteLog;
 }
 
-/** Registers the sample controller on `manager`. */
-export function addSampleController(manager: Manager, opts: SampleOptions = {}): void {
+/** Registers the sample controller on `manager`; returns it (tests watch its queue). */
+export function addSampleController(manager: Manager, opts: SampleOptions = {}): Controller<Widget> {
   const writes = opts.writes ?? newWriteLog();
   const informerOpts = opts.namespace ? { namespace: opts.namespace } : {};
   const controller = manager
     .controller('widgets')
-    .for(WIDGET, { ...informerOpts, predicates: [generationChanged] })
+    .for<Widget>(WIDGET, { ...informerOpts, predicates: [generationChanged] })
     .owns(CONFIGMAP, informerOpts)
     .withConcurrency(opts.concurrency ?? 4);
   if (opts.resyncMs) controller.resyncEvery(opts.resyncMs);
-  const built = controller.reconcile(async (req): Promise<ReconcileResult> => {
+  return controller.reconcile(async (req): Promise<ReconcileResult> => {
     writes.reconciles++;
-    const widget = built.primary.store.get(req.key) as Widget | undefined;
-    if (!widget) return {};
+    const widget = req.object; // the cached Widget, typed by for<Widget>()
+    if (!widget) return {}; // deleted: the ConfigMap goes with it (owner reference)
     const fail = widget.spec?.fail;
     if (fail === 'always') throw new Error('asked to fail');
     if (fail === 'terminal') {
