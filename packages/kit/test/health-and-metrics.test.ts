@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { type TestEnv, testEnv } from '@operators/controlplane/testing';
+import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import {
   AUTH_CACHE_TTL_MS,
   KubeClient,
@@ -214,7 +214,7 @@ describe('health probes and metrics', () => {
     assert.equal(client.reviews, 4, 'the expired decision was reused');
   });
 
-  it('secure metrics serve the certificate found in certDir (a mounted cert-manager Secret)', async (t) => {
+  it('secure metrics serve the certificate found in certDir, and its renewal without a restart', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'metrics-certs-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const certs = await selfSignedCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
@@ -227,20 +227,37 @@ describe('health probes and metrics', () => {
     });
     await manager.start();
     t.after(() => manager.stop());
-    // Verified against the CA written beside it: the served certificate is the one from the directory.
-    const served = await new Promise<PeerCertificate>((resolve, reject) => {
-      const req = httpsRequest(
-        { host: '127.0.0.1', port: manager.metricsEndpoint?.port ?? 0, path: '/metrics', ca: certs.ca.cert },
-        (res) => {
-          resolve((res.socket as TLSSocket).getPeerCertificate());
-          res.resume();
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
     const { X509Certificate } = await import('node:crypto');
-    assert.equal(served.fingerprint256, new X509Certificate(certs.serving.cert).fingerprint256);
+    const fingerprint = (pem: string): string => new X509Certificate(pem).fingerprint256;
+    // The served certificate's fingerprint (not verified here: only which one is served matters).
+    const served = (): Promise<string> =>
+      new Promise<PeerCertificate>((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port: manager.metricsEndpoint?.port ?? 0,
+            path: '/metrics',
+            rejectUnauthorized: false,
+            agent: false,
+          },
+          (res) => {
+            resolve((res.socket as TLSSocket).getPeerCertificate());
+            res.resume();
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      }).then((c) => c.fingerprint256);
+    assert.equal(await served(), fingerprint(certs.serving.cert), 'the certificate from the directory');
+
+    // cert-manager renews into the mounted Secret: the files change, the process does not restart.
+    const renewed = await selfSignedCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+    await writeCertificates(dir, renewed);
+    await eventually(
+      'the renewed certificate served',
+      async () => ((await served()) === fingerprint(renewed.serving.cert) ? true : undefined),
+      30_000,
+    );
   });
 
   it('start() fails after the cache-sync timeout, naming the informer that did not sync', async (t) => {

@@ -1,29 +1,8 @@
-/**
- * The manager's HTTP endpoints, split as controller-runtime splits them:
- *
- * - the **health probe** endpoint (`/healthz`, `/livez`, `/readyz`, and `/healthz/<check>`,
- *   `/readyz/<check>` for one check), on 0.0.0.0:8081 by default: the kubelet probes the
- *   pod's IP, so it must listen beyond loopback, and it says nothing secret;
- * - the **metrics** endpoint (`/metrics`), on 127.0.0.1:8080 by default: metrics name
- *   objects, namespaces and users, so they are not served to the pod network unless
- *   asked. Served beyond loopback, they should be `secure`: HTTPS, and each request's
- *   bearer token checked by a TokenReview and a SubjectAccessReview (non-resource URL
- *   `/metrics`, verb `get`), as `WithAuthenticationAndAuthorization` does.
- *
- * TLS of the secure endpoint: a certificate and key given in PEM, or read from a
- * directory holding `tls.crt` and `tls.key` (a cert-manager Secret mounted there); with
- * neither, a self-signed certificate made at start (fine for Prometheus with
- * `insecure_skip_verify`, which still authenticates itself with its token; give a real
- * certificate when the scraper verifies). Certificates are read once, at start.
- *
- * Closing is bounded: open connections are cut, not waited for, so that a scraper or a
- * probe in the middle of a request never holds a shutdown.
- */
-import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTlsServer } from 'node:https';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:https';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
+import { CertificateReloader, readPair } from '../tls/certificate-reloader.ts';
 import type { HealthChecks } from './health.ts';
 import { decisionStatus, type RequestAuthorizer } from './request-authorizer.ts';
 
@@ -60,21 +39,37 @@ export class Endpoint {
   readonly name: string;
   private readonly routes: ReadonlyMap<string, Route>;
   private server: Server | undefined;
+  private reloader: CertificateReloader | undefined;
 
   constructor(name: string, routes: ReadonlyMap<string, Route>) {
     this.name = name;
     this.routes = routes;
   }
 
-  /** Listens (over TLS when `tls` is given); resolves once listening. */
-  async listen(port: number, host: string, tls?: { cert: string; key: string }): Promise<void> {
+  /**
+   * Listens (over TLS when `tls` is given); resolves once listening. With `tls.certDir`,
+   * the pair is re-read from that directory when it changes (cert-manager renews it into
+   * the mounted Secret), so a rotated certificate is served without a restart.
+   */
+  async listen(port: number, host: string, tls?: EndpointTls): Promise<void> {
     const handler = (req: IncomingMessage, res: ServerResponse): void => {
       this.serve(req, res).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(`${err instanceof Error ? err.message : String(err)}\n`);
       });
     };
-    const server = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, handler) : createServer(handler);
+    let pair = tls && { cert: tls.cert, key: tls.key };
+    let secure: TlsServer | undefined;
+    if (tls?.certDir) {
+      this.reloader = new CertificateReloader({
+        certFile: join(tls.certDir, 'tls.crt'),
+        keyFile: join(tls.certDir, 'tls.key'),
+        onChange: (next) => secure?.setSecureContext(next),
+      });
+      pair = await this.reloader.load();
+    }
+    if (pair) secure = createTlsServer(pair, handler);
+    const server = secure ?? createServer(handler);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -93,6 +88,7 @@ export class Endpoint {
 
   /** Stops listening and cuts open connections; resolves once closed. */
   async close(): Promise<void> {
+    this.reloader?.stop();
     const server = this.server;
     if (!server) return;
     this.server = undefined;
@@ -159,16 +155,20 @@ export function metricsRoute(registry: Registry, authorizer?: RequestAuthorizer)
   return new Map([['/metrics', route]]);
 }
 
-/** The secure endpoint's certificate: given, read from a directory, or self-signed. */
-export async function metricsCertificate(opts: SecureMetricsOptions): Promise<{ cert: string; key: string }> {
+/** A TLS endpoint's pair, and the directory it is reloaded from (if any). */
+export interface EndpointTls {
+  readonly cert: string;
+  readonly key: string;
+  readonly certDir?: string;
+}
+
+/** The secure endpoint's certificate: given, read from a directory (and reloaded), or self-signed. */
+export async function metricsCertificate(opts: SecureMetricsOptions): Promise<EndpointTls> {
   const tls = opts.tls;
   if (tls && 'cert' in tls) return { cert: tls.cert, key: tls.key };
   if (tls && 'certDir' in tls) {
-    const [cert, key] = await Promise.all([
-      readFile(join(tls.certDir, 'tls.crt'), 'utf8'),
-      readFile(join(tls.certDir, 'tls.key'), 'utf8'),
-    ]);
-    return { cert, key };
+    const pair = await readPair(join(tls.certDir, 'tls.crt'), join(tls.certDir, 'tls.key'));
+    return { ...pair, certDir: tls.certDir };
   }
   // Loaded on use: an operator that never serves secure metrics never loads the X.509 library.
   const { selfSignedCertificates } = await import('../tls/certificates.ts');
