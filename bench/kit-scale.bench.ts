@@ -20,28 +20,15 @@ import { Manager } from '@operators/kit';
 import { pino } from 'pino';
 import {
   addSampleController,
-  CONFIGMAP,
-  FIELD_MANAGER,
   newWriteLog,
   WIDGET,
   WIDGET_CRD,
   type Widget,
 } from '../packages/kit/test/support/sample-operator.ts';
+import { bareWidgetWrites, pool } from './support/widget-baseline.ts';
 
 const SIZES = (process.env.SIZES ?? '2000,10000,20000').split(',').map((s) => Number(s.trim()));
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
-
-async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: n }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i] as T);
-      }
-    }),
-  );
-}
 
 interface Row {
   readonly n: number;
@@ -74,35 +61,7 @@ async function measure(n: number): Promise<Row> {
     await seed(bareNs);
     let t = performance.now();
     const widgets = (await env.admin.listAll<Widget>(WIDGET, { namespace: bareNs })).items;
-    await pool(widgets, CONCURRENCY, async (w) => {
-      const name = w.metadata.name ?? '';
-      await env.admin.apply(
-        {
-          ...CONFIGMAP,
-          metadata: {
-            name: `widget-${name}`,
-            namespace: bareNs,
-            labels: { 'app.kubernetes.io/managed-by': FIELD_MANAGER },
-            ownerReferences: [
-              {
-                apiVersion: WIDGET.apiVersion,
-                kind: WIDGET.kind,
-                name,
-                uid: w.metadata.uid ?? '',
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          },
-          data: { message: w.spec?.message ?? '' },
-        },
-        { fieldManager: FIELD_MANAGER, force: true },
-      );
-      await env.admin.patchStatus(WIDGET, name, bareNs, {
-        type: 'merge',
-        body: { status: { message: w.spec?.message, observedGeneration: w.metadata.generation } },
-      });
-    });
+    await pool(widgets, CONCURRENCY, (w) => bareWidgetWrites(env.admin, bareNs, w));
     const bareMs = performance.now() - t;
 
     // The sample controller on the kit.

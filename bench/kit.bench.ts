@@ -15,31 +15,18 @@ import { Manager } from '@operators/kit';
 import { pino } from 'pino';
 import {
   addSampleController,
-  CONFIGMAP,
-  FIELD_MANAGER,
   newWriteLog,
   WIDGET,
   WIDGET_CRD,
   type Widget,
 } from '../packages/kit/test/support/sample-operator.ts';
+import { bareWidgetWrites, pool } from './support/widget-baseline.ts';
 
 const N = Number(process.env.N ?? 2000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 
 const env = await privateTestEnv({ log: () => {} });
 await env.installCrds([WIDGET_CRD]);
-
-async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: n }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i] as T);
-      }
-    }),
-  );
-}
 
 async function seed(ns: string): Promise<string[]> {
   await env.admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
@@ -55,35 +42,7 @@ const bareNs = 'bench-bare';
 const bareNames = await seed(bareNs);
 const widgets = (await env.admin.listAll<Widget>(WIDGET, { namespace: bareNs })).items;
 let t = performance.now();
-await pool(widgets, CONCURRENCY, async (w) => {
-  const name = w.metadata.name ?? '';
-  await env.admin.apply(
-    {
-      ...CONFIGMAP,
-      metadata: {
-        name: `widget-${name}`,
-        namespace: bareNs,
-        labels: { 'app.kubernetes.io/managed-by': FIELD_MANAGER },
-        ownerReferences: [
-          {
-            apiVersion: WIDGET.apiVersion,
-            kind: WIDGET.kind,
-            name,
-            uid: w.metadata.uid ?? '',
-            controller: true,
-            blockOwnerDeletion: true,
-          },
-        ],
-      },
-      data: { message: w.spec?.message ?? '' },
-    },
-    { fieldManager: FIELD_MANAGER, force: true },
-  );
-  await env.admin.patchStatus(WIDGET, name, bareNs, {
-    type: 'merge',
-    body: { status: { message: w.spec?.message, observedGeneration: w.metadata.generation } },
-  });
-});
+await pool(widgets, CONCURRENCY, (w) => bareWidgetWrites(env.admin, bareNs, w));
 const bareMs = performance.now() - t;
 console.log(
   `bare loop: ${bareNames.length} objects, ${CONCURRENCY} concurrent, ${(bareMs / 1000).toFixed(2)} s`,
