@@ -5,7 +5,7 @@
  * or hashed (`sha256sum` of it is the fingerprint); everything said about it goes to
  * standard error.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   type AggregateOptions,
@@ -28,6 +28,7 @@ budget, and prints the result, one prefix per line. A summary goes to standard e
   --min-prefix-length N    drop IPv4 prefixes longer than /N (0-32), lone addresses included,
                            and IPv6 prefixes longer than /N+96
   -h, --help               print this help
+  --version                print exoledge's version
 
 Exit status: 0 done (malformed lines are reported, not fatal), 1 the input could not
 be read, 2 usage error.
@@ -71,11 +72,12 @@ interface AggregateCommand {
   readonly source: string;
   readonly options: AggregateOptions;
 }
-type Command = AggregateCommand | { readonly kind: 'help' };
+type Command = AggregateCommand | { readonly kind: 'help' } | { readonly kind: 'version' };
 
 function parseCommandLine(argv: readonly string[]): Command {
   const [command, ...rest] = argv;
   if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
+  if (command === '--version') return { kind: 'version' };
   if (command === undefined) throw new UsageError('no command given');
   if (command !== 'aggregate') throw new UsageError(`unknown command "${command}"`);
   let parsed: ReturnType<typeof parseAggregateArgs>;
@@ -87,6 +89,7 @@ function parseCommandLine(argv: readonly string[]): Command {
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
   if (positionals.length > 1)
     throw new UsageError(`one input at most, got ${positionals.length}: ${positionals.join(' ')}`);
   const source = positionals[0] ?? '-';
@@ -111,6 +114,7 @@ function parseAggregateArgs(args: string[]) {
       'max-entries': { type: 'string' },
       'min-prefix-length': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
     },
   });
 }
@@ -211,6 +215,14 @@ function summarise(
   return lines.join('\n') + '\n';
 }
 
+/** This package's version, read at run time: package.json is the one place it is written. */
+export function packageVersion(): string {
+  const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  if (typeof pkg !== 'object' || pkg === null || !('version' in pkg) || typeof pkg.version !== 'string')
+    throw new Error('package.json has no version');
+  return pkg.version;
+}
+
 /** Runs one command line and returns the exit status. */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
   let command: Command;
@@ -226,6 +238,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   switch (command.kind) {
     case 'help':
       io.stdout.write(USAGE);
+      return ExitCode.Ok;
+    case 'version':
+      io.stdout.write(`${packageVersion()}\n`);
       return ExitCode.Ok;
     case 'aggregate':
       return runAggregate(command, io);

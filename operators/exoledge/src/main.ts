@@ -10,6 +10,7 @@ import { ApiErrorReason, DEFAULT_CLIENT_RATE_LIMIT, isApiError, KubeClient } fro
 import { Registry } from 'prom-client';
 import { BLOCKLIST_SOURCE } from './api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY } from './api/cilium.ts';
+import { packageVersion } from './cli.ts';
 import { DEFAULT_FETCH_LIMITS } from './controllers/blocklist-source.ts';
 import { parseDuration } from './domain/blocklist-source/index.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
@@ -28,6 +29,11 @@ export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
   --fetch-timeout DURATION          (EXOLEDGE_FETCH_TIMEOUT) one read of a list, all included; default 2m
   --max-list-bytes N                (EXOLEDGE_MAX_LIST_BYTES) largest list accepted, decoded; default 268435456
   --extra-ca FILE                   (EXOLEDGE_EXTRA_CA) PEM CAs trusted for https lists besides the system's
+  -h, --help                        print this help
+  --version                         print exoledge's version
+
+Exit status: 0 after SIGTERM or SIGINT (a graceful stop), 1 after a lost lease (restart it
+as a candidate) or a failure, 2 bad flag, 3 the cluster lacks a CRD it needs.
 `;
 
 function fail(message: string, code: number): never {
@@ -41,8 +47,17 @@ function portOf(flag: string, text: string | number): number {
   return port;
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
+function parseFlags() {
+  try {
+    return parseFlagsStrictly();
+  } catch (e) {
+    // parseArgs refuses an unknown flag or a missing value with a TypeError: a usage error.
+    fail(`${e instanceof Error ? e.message : String(e)}\n(--help lists the flags)`, 2);
+  }
+}
+
+function parseFlagsStrictly() {
+  return parseArgs({
     options: {
       kubeconfig: { type: 'string' },
       'decider-namespace': { type: 'string' },
@@ -55,10 +70,19 @@ async function main(): Promise<void> {
       'max-list-bytes': { type: 'string' },
       'extra-ca': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
     },
   });
+}
+
+async function main(): Promise<void> {
+  const { values } = parseFlags();
   if (values.help) {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (values.version) {
+    process.stdout.write(`${packageVersion()}\n`);
     return;
   }
   const env = process.env;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -134,6 +134,46 @@ describe('exoledge aggregate', () => {
         /^usage: exoledge aggregate \[--max-entries N\] \[--min-prefix-length N\] \[FILE\|-\]/,
       );
     }
+  });
+
+  it('prints the exit statuses in its help', () => {
+    const { stdout } = exoledge(['--help']);
+    assert.match(stdout, /--version +\S/);
+    assert.match(stdout, /Exit status: 0 done.*1 the input could not\s+be read, 2 usage error/s);
+  });
+
+  it("prints the package's version on --version, read from its package.json", () => {
+    const pkg = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string };
+    for (const args of [['--version'], ['aggregate', '--version']]) {
+      const r = exoledge(args);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, `${pkg.version}\n`);
+    }
+    // The operator process too, before it reads any kubeconfig.
+    const r = spawnSync(process.execPath, [join(packageDir, 'src/main.ts'), '--version'], {
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, `${pkg.version}\n`);
+  });
+
+  it('the operator process refuses an unknown flag with status 2, as its help says, before any cluster', () => {
+    const help = spawnSync(process.execPath, [join(packageDir, 'src/main.ts'), '--help'], {
+      env,
+      encoding: 'utf8',
+    });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /--version +\S/);
+    assert.match(help.stdout, /Exit status: .*2 bad flag/s);
+    const r = spawnSync(process.execPath, [join(packageDir, 'src/main.ts'), '--bogus'], {
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^exoledge: Unknown option '--bogus'/);
   });
 
   it('stops quietly, with status 0, when its reader stops early (`| head`)', () => {

@@ -1,77 +1,230 @@
 /**
- * `weebo-link` commands:
- *
- *   weebo-link run                       the controller (the chart's Deployment)
- *   weebo-link check-rules FILE [--kubeconfig PATH | --in-cluster]
- *                          [--policies RENDERED.yaml --samples SAMPLES.yaml]
- *
- * check-rules reads a values file or the rules ConfigMap (a `links:` document), checks
- * each rule offline (structure, CEL compile and type check, immutable paths), against
- * discovery when a cluster is given, and evaluates rendered admission policies (the
- * output of `helm template`) against sample requests. Exit 0 when all is well, 1 with a
- * message per problem otherwise, 2 on bad usage.
+ * The `weebo-link` command: `run` is the controller (the chart's Deployment), configured
+ * by its environment; `check-rules` checks rules before they ship (CI, the chart's helm
+ * test). The help below is the reference a user reads: every command, option and
+ * environment variable, and what the exit statuses mean; docs/weebo-link.md says the same.
  */
 import { readFile } from 'node:fs/promises';
-import { KubeClient, type KubeObject } from '@operators/kit';
+import { parseArgs } from 'node:util';
+import type { KubeClient, KubeObject } from '@operators/kit';
 import { parse, parseAllDocuments } from 'yaml';
-import { checkDiscovery, RULES_KEY } from './controllers/rules.ts';
-import {
-  type AdmissionRequest,
-  derivePolicyRules,
-  evaluatePolicy,
-  isRecord,
-  loadRules,
-  pluralOf,
-} from './domain/index.ts';
+// Types only here: the kit and CEL take a second to load, which `--help`, `--version` and
+// a usage error should not wait for; the commands load them (see `loadCommandModules`).
+import type { AdmissionRequest } from './domain/index.ts';
 
 interface Io {
   readonly stdout: { write(s: string): unknown };
   readonly stderr: { write(s: string): unknown };
 }
 
-const USAGE = `usage: weebo-link run
-       weebo-link check-rules FILE [--kubeconfig PATH | --in-cluster] [--policies RENDERED.yaml --samples SAMPLES.yaml]
+export const USAGE = `usage: weebo-link run | check-rules FILE [options] | --help | --version
+
+Links between other operators' custom resources (RFC 0002): a source annotated
+link.weebo.io/<header>: enabled gets a target made by its rule's CEL mapping; when the
+source leaves, the target is patched to its safe state and kept (or deleted, if the rule
+says then: Delete).
+
+Commands:
+  run                        run the controller, as the chart's Deployment does: reads the
+                             rules ConfigMap, keeps every target in step with its source,
+                             until SIGTERM or SIGINT. Configured by the environment (below)
+  check-rules FILE           check rules before they ship: structure, CEL compile and type
+                             check, immutable paths; prints each rule's verdict and the RBAC
+                             the valid rules need. FILE is a values file or the rules
+                             ConfigMap (a links: document)
+  help                       print this help
+
+check-rules options:
+  --kubeconfig PATH          also check each rule against that cluster's discovery (both
+                             kinds served and namespaced, under the plural the RBAC names)
+  --in-cluster               the same with the pod's service account (the chart's helm test)
+  --policies RENDERED.yaml   evaluate the admission policies rendered by helm template ...
+  --samples SAMPLES.yaml     ... on these sample requests, offline: a YAML list of
+                             {name, operation, username, object, oldObject?,
+                             expect: allowed|denied}; the two options go together
+
+Options of every command:
+  -h, --help                 print this help
+  --version                  print weebo-link's version
+
+Environment read by run:
+  POD_NAMESPACE              required (or WEEBO_LINK_NAMESPACE): the release namespace, where
+                             the rules ConfigMap and the Lease live
+  RULES_CONFIGMAP            the rules ConfigMap; default weebo-link-rules (key links.yaml)
+  KUBECONFIG                 default: ~/.kube/config, else the pod's service account
+  LEADER_ELECTION            default true: two replicas, one acts (Lease weebo-link);
+                             false only for a single replica
+  HEALTH_PORT                /healthz and /readyz for the kubelet; default 8081
+  METRICS_PORT               /metrics; default 8443 (8080 with METRICS_SECURE=false)
+  METRICS_SECURE             default true: HTTPS, each scrape authenticated (TokenReview)
+                             and authorized (SubjectAccessReview) by the apiserver;
+                             false: plain HTTP on 127.0.0.1 only
+  METRICS_CERT_DIR           tls.crt and tls.key for /metrics (a cert-manager Secret);
+                             a self-signed certificate when unset
+  RESYNC_SECONDS             full resync of every target; default 300 (it finds the
+                             departures missed while weebo-link was down)
+  LOG_LEVEL                  pino level; default info
+
+Exit status: 0 all is well (check-rules: every rule valid and every sample as expected;
+run: stopped by SIGTERM or SIGINT), 1 check-rules found a problem (each one is printed on
+standard error), or run could not start or lost its Lease (to be restarted as a
+candidate), 2 usage error (nothing was read or run).
 `;
 
-export async function main(argv: readonly string[], io: Io): Promise<number> {
-  const [cmd, ...rest] = argv;
-  if (cmd === 'run') {
-    const { run } = await import('./main.ts');
-    await run();
-    return await new Promise<number>(() => {});
-  }
-  if (cmd !== 'check-rules') {
-    io.stderr.write(USAGE);
-    return 2;
-  }
-  const opts: {
-    file?: string;
-    kubeconfig?: string;
-    inCluster?: boolean;
-    policies?: string;
-    samples?: string;
-  } = {};
-  for (let i = 0; i < rest.length; i++) {
-    const a = rest[i];
-    if (a === '--kubeconfig') opts.kubeconfig = rest[++i];
-    else if (a === '--in-cluster') opts.inCluster = true;
-    else if (a === '--policies') opts.policies = rest[++i];
-    else if (a === '--samples') opts.samples = rest[++i];
-    else if (a && !a.startsWith('--') && !opts.file) opts.file = a;
-    else {
-      io.stderr.write(`unknown argument ${a}\n${USAGE}`);
-      return 2;
-    }
-  }
-  if (!opts.file || (opts.policies && !opts.samples) || (!opts.policies && opts.samples)) {
-    io.stderr.write(USAGE);
-    return 2;
-  }
-  return checkRules(opts as { file: string } & typeof opts, io);
+/** Exit statuses, as the help states them. */
+export const ExitCode = {
+  Ok: 0,
+  /** check-rules found a problem; run could not start, or lost its Lease. */
+  Problem: 1,
+  /** The command line is wrong; nothing was read or run. */
+  Usage: 2,
+} as const;
+
+/** A command line we refuse: the message says what to change. */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
 }
 
-/** The `links:` document of a values file or of the rules ConfigMap. */
-export function rulesText(text: string): string {
+interface CheckRulesOptions {
+  readonly file: string;
+  readonly kubeconfig?: string;
+  readonly inCluster?: boolean;
+  readonly policies?: string;
+  readonly samples?: string;
+}
+
+type Command =
+  | { readonly kind: 'help' }
+  | { readonly kind: 'version' }
+  | { readonly kind: 'run' }
+  | { readonly kind: 'check-rules'; readonly options: CheckRulesOptions };
+
+const COMMON_OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+} as const;
+
+const CHECK_RULES_OPTIONS = {
+  ...COMMON_OPTIONS,
+  kubeconfig: { type: 'string' },
+  'in-cluster': { type: 'boolean' },
+  policies: { type: 'string' },
+  samples: { type: 'string' },
+} as const;
+
+/** parseArgs, with its refusals (unknown option, missing value) as usage errors. */
+function parseOptions<O extends typeof COMMON_OPTIONS | typeof CHECK_RULES_OPTIONS>(
+  args: string[],
+  options: O,
+) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+function parseCommandLine(argv: readonly string[]): Command {
+  const [command, ...rest] = argv;
+  if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
+  if (command === '--version') return { kind: 'version' };
+  if (command === undefined) throw new UsageError('no command given');
+  if (command === 'run') {
+    const { values, positionals } = parseOptions(rest, COMMON_OPTIONS);
+    if (values.help) return { kind: 'help' };
+    if (values.version) return { kind: 'version' };
+    if (positionals.length)
+      throw new UsageError(
+        `run takes no argument (its settings come from the environment), got ${positionals.join(' ')}`,
+      );
+    return { kind: 'run' };
+  }
+  if (command !== 'check-rules') throw new UsageError(`unknown command "${command}"`);
+  const { values, positionals } = parseOptions(rest, CHECK_RULES_OPTIONS);
+  if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
+  const [file, ...more] = positionals;
+  if (file === undefined)
+    throw new UsageError('check-rules needs a FILE (a values file or the rules ConfigMap)');
+  if (more.length)
+    throw new UsageError(`one FILE at most, got ${positionals.length}: ${positionals.join(' ')}`);
+  if (values.kubeconfig !== undefined && values['in-cluster'])
+    throw new UsageError('--kubeconfig or --in-cluster, not both');
+  if ((values.policies === undefined) !== (values.samples === undefined))
+    throw new UsageError('--policies and --samples go together');
+  return {
+    kind: 'check-rules',
+    options: {
+      file,
+      ...(values.kubeconfig === undefined ? {} : { kubeconfig: values.kubeconfig }),
+      ...(values['in-cluster'] ? { inCluster: true } : {}),
+      ...(values.policies === undefined ? {} : { policies: values.policies }),
+      ...(values.samples === undefined ? {} : { samples: values.samples }),
+    },
+  };
+}
+
+/** What check-rules runs on, loaded when a command needs it. */
+async function loadCommandModules() {
+  const [kit, rules, domain] = await Promise.all([
+    import('@operators/kit'),
+    import('./controllers/rules.ts'),
+    import('./domain/index.ts'),
+  ]);
+  return { ...kit, ...rules, ...domain };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** This package's version, read at run time: package.json is the one place it is written. */
+export async function packageVersion(): Promise<string> {
+  const pkg: unknown = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
+  if (!isObject(pkg) || typeof pkg.version !== 'string') throw new Error('package.json has no version');
+  return pkg.version;
+}
+
+/** Runs one command line and returns the exit status (`run` returns only if it cannot start). */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let command: Command;
+  try {
+    command = parseCommandLine(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.stderr.write(
+      `weebo-link: ${e.message}\n${USAGE.slice(0, USAGE.indexOf('\n'))}\n(weebo-link --help for more)\n`,
+    );
+    return ExitCode.Usage;
+  }
+  switch (command.kind) {
+    case 'help':
+      io.stdout.write(USAGE);
+      return ExitCode.Ok;
+    case 'version':
+      io.stdout.write(`${await packageVersion()}\n`);
+      return ExitCode.Ok;
+    case 'run': {
+      const { run } = await import('./main.ts');
+      try {
+        await run();
+      } catch (e) {
+        // A setting missing or a kubeconfig unreadable: the message says which.
+        io.stderr.write(`weebo-link: cannot start: ${e instanceof Error ? e.message : String(e)}\n`);
+        return ExitCode.Problem;
+      }
+      // Running: the manager's signal handlers end the process (0 when stopped, 1 on a lost Lease).
+      return await new Promise<number>(() => {});
+    }
+    case 'check-rules':
+      return checkRules(command.options, io);
+    default:
+      return command satisfies never;
+  }
+}
+
+/** The `links:` document of a values file or of the rules ConfigMap (whose data key is `key`). */
+export function rulesText(text: string, key: string): string {
   const doc: unknown = (() => {
     try {
       return parse(text);
@@ -79,17 +232,14 @@ export function rulesText(text: string): string {
       return undefined;
     }
   })();
-  if (isRecord(doc) && doc.kind === 'ConfigMap' && isRecord(doc.data))
-    return String(doc.data[RULES_KEY] ?? '');
+  if (isObject(doc) && doc.kind === 'ConfigMap' && isObject(doc.data)) return String(doc.data[key] ?? '');
   return text;
 }
 
-async function checkRules(
-  opts: { file: string; kubeconfig?: string; inCluster?: boolean; policies?: string; samples?: string },
-  io: Io,
-): Promise<number> {
+async function checkRules(opts: CheckRulesOptions, io: Io): Promise<number> {
+  const { checkDiscovery, derivePolicyRules, KubeClient, loadRules, RULES_KEY } = await loadCommandModules();
   let failures = 0;
-  const text = rulesText(await readFile(opts.file, 'utf8'));
+  const text = rulesText(await readFile(opts.file, 'utf8'), RULES_KEY);
   const { rules, errors, documentError } = loadRules(text);
   if (documentError) {
     io.stderr.write(`${opts.file}: ${documentError}\n`);
@@ -122,7 +272,7 @@ async function checkRules(
   }
   if (opts.policies && opts.samples) failures += await checkPolicies(opts.policies, opts.samples, io);
   if (failures) io.stderr.write(`${failures} problem(s)\n`);
-  return failures ? 1 : 0;
+  return failures ? ExitCode.Problem : ExitCode.Ok;
 }
 
 interface Sample {
@@ -136,6 +286,7 @@ interface Sample {
 
 /** Every rendered ValidatingAdmissionPolicy evaluated on each sample; a sample is denied if any policy denies it. */
 async function checkPolicies(policiesFile: string, samplesFile: string, io: Io): Promise<number> {
+  const { evaluatePolicy, pluralOf } = await loadCommandModules();
   const policies = parseAllDocuments(await readFile(policiesFile, 'utf8'))
     .map((d) => d.toJS() as KubeObject | null)
     .filter((o): o is KubeObject => o?.kind === 'ValidatingAdmissionPolicy');

@@ -58,7 +58,6 @@ describe('the chart on a real apiserver', () => {
         ...(parse(rulesYaml) as object),
         policies: {
           enabled: true,
-          validationActions: ['Deny'],
           namePrefix: prefix,
           namespaces: [auth, mail],
         },
@@ -327,6 +326,69 @@ describe('the chart on a real apiserver', () => {
     const wrong = results.filter(([, e, got]) => e !== got);
     assert.deepEqual(wrong, [], 'every scenario gives its expected result');
     assert.equal(results.length, 18 + 7);
+  });
+  it('the import procedure: link-targets in Audit admits the importer, link-headers still denies, Deny again after', async (t) => {
+    const auth = await env.namespace(t, 'auth');
+    const mail = await env.namespace(t, 'mail');
+    const system = await env.namespace(t, 'weebo-link');
+    const rules = parse(exampleRules({ sourceNamespace: auth, targetNamespace: mail })) as object;
+    const install = async (policies: Record<string, unknown>): Promise<void> => {
+      const { objects } = await renderChart(helm, {
+        namespace: system,
+        values: { ...rules, policies: { namePrefix: `${system}-`, namespaces: [auth, mail], ...policies } },
+      });
+      for (const o of objects) await env.admin.apply(o, { fieldManager: 'helm', force: true });
+      t.after(async () => {
+        for (const o of objects.filter((x) => !x.metadata.namespace))
+          await env.admin
+            .delete({ apiVersion: o.apiVersion ?? '', kind: o.kind ?? '' }, o.metadata.name ?? '')
+            .catch(() => {});
+      });
+    };
+    const human = env.as('jane', ['system:masters']);
+    const importer = env.as('system:serviceaccount:mail:weebo-stalwart-importer', ['system:masters']);
+    // The importer takes over a JIT account: its spec differs from weebo-link's (a quota).
+    const importWrite = () =>
+      importer.apply(
+        {
+          ...STALWART_ACCOUNT,
+          metadata: { name: 'alice', namespace: mail },
+          spec: { domainRef: { name: 'weebo.poc' }, name: 'alice', quota: 2048 },
+        },
+        { fieldManager: 'weebo-stalwart-importer', force: true, dryRun: true },
+      );
+    const badHeader = () =>
+      human.create(
+        authentikUser('probe', auth, { links: [], annotations: { 'link.weebo.io/stalwart': 'true' } }),
+        {
+          dryRun: true,
+        },
+      );
+
+    // Production: both bindings Deny; the importer's different spec is refused.
+    await install({});
+    const weeboLink = env.asServiceAccount(system, 'weebo-link');
+    const link = await startWeeboLink({ client: weeboLink, namespace: system, logger: quiet });
+    t.after(() => link.stop());
+    await env.admin.create(authentikUser('alice', auth));
+    await waitState(env, mail, 'alice', 'Linked');
+    await eventually('link-targets denies the import', async () =>
+      (await outcome(importWrite())) === 'refused' ? true : undefined,
+    );
+
+    // Step 1: link-targets alone in Audit. The import passes; link-headers still denies.
+    await install({ linkTargets: { validationActions: ['Audit'] } });
+    await eventually('link-targets audits the import', async () =>
+      (await outcome(importWrite())) === 'OK' ? true : undefined,
+    );
+    assert.equal(await outcome(badHeader()), 'refused', 'link-headers still denies');
+
+    // Step 3: back to Deny.
+    await install({});
+    await eventually('link-targets denies again', async () =>
+      (await outcome(importWrite())) === 'refused' ? true : undefined,
+    );
+    assert.equal(await outcome(badHeader()), 'refused');
   });
 });
 

@@ -94,7 +94,7 @@ describe('the rollout test (RFC 0002, Exploitation, step 3)', () => {
       ['Detaching', 'Detached'],
     );
 
-    // The user comes back: reattached automatically (Q4), new source-uid, Active.
+    // The user comes back: reattached automatically (RFC 0002, open question Q4), new source-uid, Active.
     const back = await env.admin.create(authentikUser('alice', auth));
     a = await waitState(env, mail, 'alice', 'Linked', (x) => x.spec?.state === 'Active');
     assert.equal(a.metadata.annotations?.['link.weebo.io/source-uid'], back.metadata.uid);

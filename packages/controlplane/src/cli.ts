@@ -1,16 +1,44 @@
 #!/usr/bin/env node
 /**
- * `controlplane build`: find or build the binaries (the first step of README's commands).
- * `controlplane up`: start a control plane and keep it running until Ctrl-C.
- * `controlplane version`: print the versions the cached binaries report.
+ * `controlplane build`: find or build the binaries (what `npm run setup` runs).
+ * `controlplane version`: print the versions the binaries report.
+ * (`npm run up` starts a plane with the operators: scripts/up.ts.)
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { resolveBinaries } from './binaries.ts';
 import { ControlPlaneError } from './errors.ts';
 
+export const USAGE = `usage: controlplane COMMAND
+
+  build       find the control-plane binaries (KUBEBUILDER_ASSETS, then the cache), building
+              with Go those that are missing; prints where each one is
+  version     print the versions the binaries report
+  --version   print this package's version
+  --help, -h  print this text
+
+exit status: 0 done, 1 a binary could not be found or built (the message says why), 2 usage error
+`;
+
 async function main(argv: readonly string[]): Promise<number> {
   const [cmd] = argv;
+  if (argv.length > 1) {
+    process.stderr.write(`controlplane: unexpected argument ${argv[1]}\n${USAGE}`);
+    return 2;
+  }
   switch (cmd) {
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return 0;
+    case '--version': {
+      const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      process.stdout.write(`${pkg.version}\n`);
+      return 0;
+    }
     case 'build': {
       const b = await resolveBinaries();
       for (const [name, path] of Object.entries(b)) {
@@ -29,7 +57,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
     default:
-      process.stderr.write('usage: controlplane build|version\n');
+      process.stderr.write(`controlplane: ${cmd ? `unknown command ${cmd}` : 'no command'}\n${USAGE}`);
       return 2;
   }
 }

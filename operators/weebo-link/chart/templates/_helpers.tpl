@@ -31,3 +31,18 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- define "weebo-link.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+
+{{/*
+The install order of RFC 0002 (Ce qui est installé): wave 0 the rules ConfigMap, the
+ServiceAccount, the RBAC and the admission policies; wave 1 the Deployment. Argo CD applies
+a wave only once the previous one is healthy (argocd.argoproj.io/sync-wave). Plain Helm
+ignores the annotation and installs everything of a release at once, sorted by kind: the
+ConfigMap, ServiceAccount and RBAC before the Deployment, the policies (kinds Helm does
+not rank) after it, seconds apart. They are not turned into hooks to force the order:
+hooks are not part of the release (not upgraded, not diffed, not deleted with it), and the
+policies must follow the rules on every upgrade. The only hook is the helm test pod, whose
+helm.sh/hook-weight puts it after the Deployment (Argo CD reads that weight as a wave).
+*/}}
+{{- define "weebo-link.wave" -}}
+argocd.argoproj.io/sync-wave: {{ . | quote }}
+{{- end -}}

@@ -77,7 +77,8 @@ export const RefusalReason = {
   Conflict: 'Conflict',
   /**
    * A target of that name exists without this rule's link label: never adopted (the
-   * kit's rule). Attaching it is an explicit gesture (docs: Operations).
+   * kit's rule). Attaching it is an explicit gesture (RFC 0002, Exploitation: « Rattacher
+   * une cible existante »).
    */
   TargetExists: 'TargetExists',
   /** A mapping leaf failed to evaluate: nothing is applied, not even the other fields. */

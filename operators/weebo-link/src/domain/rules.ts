@@ -7,7 +7,8 @@
  * What is checked here, offline: the structure, every CEL leaf compiled and type-checked
  * (mapping leaves over `source`, `safe` over `target`), `immutable` paths present in the
  * mapping. What needs a cluster (apiVersion and kind resolved by discovery) is checked
- * by the loader on top of this (see `rule-discovery.ts`).
+ * by the rules controller on top of this (`checkDiscovery` in `controllers/rules.ts`, which
+ * check-rules also runs when given a cluster).
  */
 import { CelEnvironment, type CelProgram, formatCelError, type JsonValue } from '@operators/cel';
 import { parse as parseYaml } from 'yaml';
