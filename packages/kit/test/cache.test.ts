@@ -5,11 +5,11 @@
  * cache scoped to namespaces runs on a namespaced Role alone.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { before, describe, it } from 'node:test';
 import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import { CacheNotSyncedError, type KubeObject, Manager, Reflector, Store } from '@operators/kit';
 import { pino } from 'pino';
+import { httpGet } from './support/http-get.ts';
 import { CONFIGMAP, WIDGET, WIDGET_CRD } from './support/sample-operator.ts';
 
 let env: TestEnv;
@@ -19,20 +19,6 @@ before(async () => {
 });
 
 const silent = pino({ level: 'silent' });
-
-function readyz(port: number): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/readyz' }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => {
-        body += c.toString();
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('the informer cache', () => {
   it('stops the informers of removed controllers: 50 added and removed leave the baseline', async (t) => {
@@ -94,7 +80,7 @@ describe('the informer cache', () => {
     await manager.start();
     t.after(() => manager.stop());
     const port = manager.healthProbeEndpoint?.port ?? 0;
-    assert.equal((await readyz(port)).status, 200);
+    assert.equal((await httpGet(port, '/readyz')).status, 200);
 
     const missing = { apiVersion: 'nothing.kit.test.io/v1', kind: 'Nothing' };
     const c = manager
@@ -109,7 +95,7 @@ describe('the informer cache', () => {
     );
     assert.match(health.lastError ?? '', /kind nothing\.kit\.test\.io\/v1\/Nothing not served/);
     assert.equal(health.served, false);
-    const r = await readyz(port);
+    const r = await httpGet(port, '/readyz');
     assert.equal(r.status, 200, r.body);
   });
 

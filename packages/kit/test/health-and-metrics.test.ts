@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +25,7 @@ import {
   writeCertificates,
 } from '@operators/kit';
 import { pino } from 'pino';
+import { httpGet } from './support/http-get.ts';
 import { WIDGET, WIDGET_CRD } from './support/sample-operator.ts';
 
 let env: TestEnv;
@@ -35,27 +35,6 @@ before(async () => {
 });
 
 const quiet = pino({ level: 'silent' });
-
-interface Answer {
-  readonly status: number;
-  readonly body: string;
-}
-
-function get(port: number, path: string, opts: { tls?: boolean; token?: string } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = opts.token ? { authorization: `Bearer ${opts.token}` } : {};
-    const options = { host: '127.0.0.1', port, path, headers, rejectUnauthorized: false };
-    const req = (opts.tls ? httpsRequest : httpRequest)(options, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('health probes and metrics', () => {
   it('lists failing user checks by name: /healthz answers 500, /readyz 503, and 200 once they pass', async (t) => {
@@ -82,21 +61,25 @@ describe('health probes and metrics', () => {
     t.after(() => manager.stop());
     const port = manager.healthProbeEndpoint?.port ?? 0;
 
-    const healthz = await get(port, '/healthz');
+    const healthz = await httpGet(port, '/healthz');
     assert.equal(healthz.status, 500);
     assert.match(healthz.body, /^\[-\]database failed: connection refused$/m);
     assert.match(healthz.body, /^\[\+\]ping ok$/m);
-    const readyz = await get(port, '/readyz');
+    const readyz = await httpGet(port, '/readyz');
     assert.equal(readyz.status, 503);
     assert.match(readyz.body, /^\[-\]warmup failed: index not loaded$/m);
     assert.match(readyz.body, /^\[\+\]manager ok$/m, 'the caches have synced: only the user check fails');
-    assert.equal((await get(port, '/readyz/manager')).status, 200, 'one check alone');
-    assert.equal((await get(port, '/readyz/nosuch')).status, 404);
+    assert.equal((await httpGet(port, '/readyz/manager')).status, 200, 'one check alone');
+    assert.equal((await httpGet(port, '/readyz/nosuch')).status, 404);
 
     broken = false;
-    assert.equal((await get(port, '/healthz')).status, 200);
-    assert.equal((await get(port, '/readyz')).status, 200);
-    assert.equal((await get(port, '/metrics')).status, 404, 'metrics are not served on the probe address');
+    assert.equal((await httpGet(port, '/healthz')).status, 200);
+    assert.equal((await httpGet(port, '/readyz')).status, 200);
+    assert.equal(
+      (await httpGet(port, '/metrics')).status,
+      404,
+      'metrics are not served on the probe address',
+    );
   });
 
   it('serves /metrics on 127.0.0.1 by default and the probes on all interfaces', async (t) => {
@@ -111,12 +94,12 @@ describe('health probes and metrics', () => {
     t.after(() => manager.stop());
     assert.equal(manager.metricsEndpoint?.host, '127.0.0.1');
     assert.equal(manager.healthProbeEndpoint?.host, '0.0.0.0');
-    const metrics = await get(manager.metricsEndpoint?.port ?? 0, '/metrics');
+    const metrics = await httpGet(manager.metricsEndpoint?.port ?? 0, '/metrics');
     assert.equal(metrics.status, 200);
     for (const name of ['leader_election_master_status', 'process_resident_memory_bytes']) {
       assert.match(metrics.body, new RegExp(`^# TYPE ${name} `, 'm'), name);
     }
-    assert.equal((await get(manager.metricsEndpoint?.port ?? 0, '/healthz')).status, 404);
+    assert.equal((await httpGet(manager.metricsEndpoint?.port ?? 0, '/healthz')).status, 404);
   });
 
   it('secure metrics: 200 for a token RBAC allows to get /metrics, 403 for one it does not, 401 without', async (t) => {
@@ -166,14 +149,14 @@ describe('health probes and metrics', () => {
     t.after(() => manager.stop());
     const port = manager.metricsEndpoint?.port ?? 0;
 
-    const allowed = await get(port, '/metrics', { tls: true, token: await token('scraper') });
+    const allowed = await httpGet(port, '/metrics', { tls: true, token: await token('scraper') });
     assert.equal(allowed.status, 200, allowed.body);
     assert.match(allowed.body, /^# TYPE leader_election_master_status /m);
-    const forbidden = await get(port, '/metrics', { tls: true, token: await token('stranger') });
+    const forbidden = await httpGet(port, '/metrics', { tls: true, token: await token('stranger') });
     assert.equal(forbidden.status, 403, forbidden.body);
     assert.match(forbidden.body, new RegExp(`system:serviceaccount:${ns}:stranger`));
-    assert.equal((await get(port, '/metrics', { tls: true })).status, 401);
-    assert.equal((await get(port, '/metrics', { tls: true, token: 'not-a-token' })).status, 401);
+    assert.equal((await httpGet(port, '/metrics', { tls: true })).status, 401);
+    assert.equal((await httpGet(port, '/metrics', { tls: true, token: 'not-a-token' })).status, 401);
   });
 
   it('reuses an authorization decision for its TTL, then asks the apiserver again', async (t) => {

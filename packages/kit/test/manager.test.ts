@@ -5,11 +5,11 @@
  * shutdown deadline; the endpoint serves health, readiness and metrics.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import { type Controller, type KubeObject, Manager, Reflector, STOP_STEP_TIMEOUT_MS } from '@operators/kit';
 import { pino } from 'pino';
+import { httpGet } from './support/http-get.ts';
 import { WIDGET, WIDGET_CRD, type Widget } from './support/sample-operator.ts';
 
 let env: TestEnv;
@@ -24,20 +24,6 @@ after(async () => {
 const quiet = pino({ level: 'silent' });
 const SECRET = { apiVersion: 'v1', kind: 'Secret' };
 const CONFIGMAP = { apiVersion: 'v1', kind: 'ConfigMap' };
-
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('the manager', () => {
   it('maps a watched Secret to the Widgets that reference it', async (t) => {
@@ -185,8 +171,8 @@ describe('the manager', () => {
     t.after(() => manager.stop());
     const port = manager.healthProbeEndpoint?.port ?? 0;
     // /healthz failing and recovering is proven with a user check in health-and-metrics.test.ts.
-    assert.equal((await get(port, '/readyz')).status, 200);
-    const metrics = (await get(manager.metricsEndpoint?.port ?? 0, '/metrics')).body;
+    assert.equal((await httpGet(port, '/readyz')).status, 200);
+    const metrics = (await httpGet(manager.metricsEndpoint?.port ?? 0, '/metrics')).body;
     for (const name of [
       'controller_runtime_reconcile_total',
       'controller_runtime_reconcile_time_seconds',

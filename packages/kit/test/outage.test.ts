@@ -5,12 +5,12 @@
  * outage, and the reflector relists when its resourceVersion is gone.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { ControlPlane } from '@operators/controlplane';
 import { eventually, privateTestEnv, type TestEnv } from '@operators/controlplane/testing';
 import { KubeClient, Manager, objectKey } from '@operators/kit';
 import { pino } from 'pino';
+import { httpGet } from './support/http-get.ts';
 import {
   addSampleController,
   newWriteLog,
@@ -28,16 +28,9 @@ after(async () => {
   await env?.close();
 });
 
-function readyz(port: number): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/readyz', timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on('error', () => resolve(0));
-    req.on('timeout', () => req.destroy());
-    req.end();
-  });
+/** /readyz's status, or 0 when the endpoint does not answer within 2 s. */
+async function readyzStatus(port: number): Promise<number> {
+  return (await httpGet(port, '/readyz', { timeoutMs: 2_000 }).catch(() => ({ status: 0 }))).status;
 }
 
 async function inBatches<T>(
@@ -69,7 +62,7 @@ describe('an apiserver restart in the middle of a run', () => {
     await manager.start();
     t.after(() => manager.stop());
     const port = manager.healthProbeEndpoint?.port ?? 0;
-    assert.equal(await readyz(port), 200);
+    assert.equal(await readyzStatus(port), 200);
 
     // Mid-run: some widgets converged, others not yet.
     await eventually('a third converged', async () => (writes.statuses >= N / 3 ? true : undefined), 60_000);
@@ -92,7 +85,7 @@ describe('an apiserver restart in the middle of a run', () => {
     );
     await eventually(
       'readiness reports the stale watch',
-      async () => ((await readyz(port)) === 503 ? true : undefined),
+      async () => ((await readyzStatus(port)) === 503 ? true : undefined),
       15_000,
     );
 
@@ -116,7 +109,11 @@ describe('an apiserver restart in the middle of a run', () => {
       },
       90_000,
     );
-    await eventually('ready again', async () => ((await readyz(port)) === 200 ? true : undefined), 15_000);
+    await eventually(
+      'ready again',
+      async () => ((await readyzStatus(port)) === 200 ? true : undefined),
+      15_000,
+    );
 
     const fresh = await env.admin.listAll<Widget>(WIDGET, { namespace: ns });
     const store = manager.cache.informer(WIDGET, { namespace: ns }).store;
