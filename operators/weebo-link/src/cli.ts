@@ -6,11 +6,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+// Types only from the kit and the domain: they take a second to load (the kit, CEL), which
+// `--help`, `--version` and a usage error should not wait for; the commands load them (see
+// `loadCommandModules`).
 import type { KubeClient, KubeObject } from '@operators/kit';
 import { parse, parseAllDocuments } from 'yaml';
-// Types only here: the kit and CEL take a second to load, which `--help`, `--version` and
-// a usage error should not wait for; the commands load them (see `loadCommandModules`).
-import type { AdmissionRequest } from './domain/index.ts';
 
 interface Io {
   readonly stdout: { write(s: string): unknown };
@@ -38,10 +38,15 @@ check-rules options:
   --kubeconfig PATH          also check each rule against that cluster's discovery (both
                              kinds served and namespaced, under the plural the RBAC names)
   --in-cluster               the same with the pod's service account (the chart's helm test)
-  --policies RENDERED.yaml   evaluate the admission policies rendered by helm template ...
+  --policies RENDERED.yaml   evaluate the admission policies and bindings rendered by
+                             helm template ...
   --samples SAMPLES.yaml     ... on these sample requests, offline: a YAML list of
-                             {name, operation, username, object, oldObject?,
-                             expect: allowed|denied}; the two options go together
+                             {name, resource: {group, version, resource, subresource?},
+                             operation, username, groups?, namespace?, object?, oldObject?,
+                             expect: allowed|denied|not-covered}; resource is required
+                             (never guessed from the kind); a sample no binding applies to
+                             is "not covered", a problem unless it expects not-covered.
+                             The two options go together
 
 Options of every command:
   -h, --help                 print this help
@@ -266,54 +271,81 @@ async function checkRules(opts: CheckRulesOptions, io: Io): Promise<number> {
   }
   if (client) await client.transport.close();
   if (rules.length) {
+    // By namespace, as the chart renders it: a Role in each, a ClusterRole for `*`.
     io.stdout.write('RBAC derived from the valid rules:\n');
-    for (const r of derivePolicyRules(rules))
-      io.stdout.write(`  ${r.apiGroups[0] || 'core'}/${r.resources[0]}: ${r.verbs.join(', ')}\n`);
+    for (const [ns, grants] of Object.entries(derivePolicyRules(rules))) {
+      io.stdout.write(ns === '*' ? '  every namespace (ClusterRole):\n' : `  namespace ${ns} (Role):\n`);
+      for (const r of grants)
+        io.stdout.write(`    ${r.apiGroups[0] || 'core'}/${r.resources[0]}: ${r.verbs.join(', ')}\n`);
+    }
   }
   if (opts.policies && opts.samples) failures += await checkPolicies(opts.policies, opts.samples, io);
   if (failures) io.stderr.write(`${failures} problem(s)\n`);
   return failures ? ExitCode.Problem : ExitCode.Ok;
 }
 
-interface Sample {
-  readonly name: string;
-  readonly operation: AdmissionRequest['operation'];
-  readonly username: string;
-  readonly object: KubeObject | null;
-  readonly oldObject?: KubeObject | null;
-  readonly expect: 'allowed' | 'denied';
+/** A YAML file's documents, or the parser's message. */
+async function readYaml(path: string): Promise<{ ok: true; docs: unknown[] } | { ok: false; error: string }> {
+  const docs = parseAllDocuments(await readFile(path, 'utf8'));
+  const bad = docs.flatMap((d) => d.errors);
+  if (bad.length) return { ok: false, error: `malformed YAML: ${bad[0]?.message}` };
+  return { ok: true, docs: docs.map((d) => d.toJS()) };
 }
 
-/** Every rendered ValidatingAdmissionPolicy evaluated on each sample; a sample is denied if any policy denies it. */
+/**
+ * The rendered policies and their bindings evaluated on each sample, offline. A sample
+ * says which resource it is for; one that does not is refused, not guessed. The verdict is
+ * `allowed`, `denied` or `not covered` (no binding applies), judged against `expect`.
+ * Returns the number of problems.
+ */
 async function checkPolicies(policiesFile: string, samplesFile: string, io: Io): Promise<number> {
-  const { evaluatePolicy, pluralOf } = await loadCommandModules();
-  const policies = parseAllDocuments(await readFile(policiesFile, 'utf8'))
-    .map((d) => d.toJS() as KubeObject | null)
-    .filter((o): o is KubeObject => o?.kind === 'ValidatingAdmissionPolicy');
-  const samples = parse(await readFile(samplesFile, 'utf8')) as Sample[];
+  const { admit, unmodelled } = await loadCommandModules();
+  const { readSamples, judgeSample } = await import('./domain/samples.ts');
+  const rendered = await readYaml(policiesFile);
+  if (!rendered.ok) {
+    io.stderr.write(`${policiesFile}: ${rendered.error}\n`);
+    return 1;
+  }
+  const objects = rendered.docs.filter(
+    (o): o is KubeObject =>
+      isObject(o) &&
+      (o.kind === 'ValidatingAdmissionPolicy' || o.kind === 'ValidatingAdmissionPolicyBinding'),
+  );
   let failures = 0;
+  if (!objects.some((o) => o.kind === 'ValidatingAdmissionPolicyBinding')) {
+    io.stderr.write(
+      `${policiesFile}: no ValidatingAdmissionPolicyBinding (a policy without a binding is not enforced): give the output of helm template with policies.enabled\n`,
+    );
+    return 1;
+  }
+  for (const u of unmodelled(objects)) {
+    failures++;
+    io.stderr.write(
+      `${policiesFile}: ${u}: not evaluated offline, the verdicts could differ from the apiserver's\n`,
+    );
+  }
+  const file = await readYaml(samplesFile);
+  const { samples, problems, documentError } = file.ok
+    ? file.docs.length === 1
+      ? readSamples(file.docs[0])
+      : { samples: [], problems: [], documentError: 'one YAML document expected: the list of samples' }
+    : { samples: [], problems: [], documentError: file.error };
+  if (documentError) {
+    io.stderr.write(`${samplesFile}: ${documentError}\n`);
+    return failures + 1;
+  }
+  for (const p of problems) {
+    failures++;
+    io.stderr.write(`sample ${p.sample}: refused\n${p.problems.map((m) => `  - ${m}`).join('\n')}\n`);
+  }
+  const label = (v: string): string => (v === 'not-covered' ? 'not covered' : v);
   for (const s of samples) {
-    const obj = s.object ?? s.oldObject ?? null;
-    const [group] = (obj?.apiVersion ?? '').includes('/') ? (obj?.apiVersion ?? '').split('/') : [''];
-    const req: AdmissionRequest = {
-      operation: s.operation,
-      group: group ?? '',
-      resource: pluralOf(obj?.kind ?? ''),
-      object: s.object,
-      oldObject: s.oldObject ?? null,
-      userInfo: { username: s.username },
-    };
-    const denials = policies
-      .map((p) => ({ p, v: evaluatePolicy(p, req) }))
-      .filter((x) => x.v.matched && !x.v.allowed);
-    const got = denials.length ? 'denied' : 'allowed';
-    const why = denials
-      .map((d) => `${d.p.metadata.name}: ${d.v.matched && !d.v.allowed ? d.v.message : ''}`)
-      .join('; ');
-    if (got === s.expect) io.stdout.write(`sample ${s.name}: ${got}${why ? ` (${why})` : ''}\n`);
+    const o = judgeSample(s, admit(objects, s.request));
+    const detail = o.detail ? ` (${o.detail})` : '';
+    if (o.ok) io.stdout.write(`sample ${s.name}: ${label(o.got)}${detail}\n`);
     else {
       failures++;
-      io.stderr.write(`sample ${s.name}: expected ${s.expect}, got ${got}${why ? ` (${why})` : ''}\n`);
+      io.stderr.write(`sample ${s.name}: expected ${label(s.expect)}, got ${label(o.got)}${detail}\n`);
     }
   }
   return failures;

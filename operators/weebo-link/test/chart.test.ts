@@ -9,6 +9,7 @@ import { resolveBinaries } from '@operators/controlplane';
 import type { KubeObject } from '@operators/kit';
 import { parse } from 'yaml';
 import { renderChart } from '../src/chart.ts';
+import { derivePolicyRules, grantsOf, loadRules } from '../src/domain/index.ts';
 import { exampleRules } from '../src/example-rules.ts';
 
 let helm: string;
@@ -37,7 +38,72 @@ const bindingActions = (objects: readonly KubeObject[], name: string): unknown =
   (find(objects, 'ValidatingAdmissionPolicyBinding', name).spec as { validationActions?: unknown })
     .validationActions;
 
+const EVENTS = { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] };
+const READ_USERS = {
+  apiGroups: ['authentik.weebo.io'],
+  resources: ['authentikusers'],
+  verbs: ['get', 'list', 'watch'],
+};
+const WRITE_ACCOUNTS = {
+  apiGroups: ['stalwart.weebo.io'],
+  resources: ['stalwartaccounts'],
+  verbs: ['create', 'get', 'list', 'patch', 'watch'],
+};
+const rbacOf = (objects: readonly KubeObject[]): string[] =>
+  objects
+    .filter((o) => /Role/.test(o.kind ?? ''))
+    .map((o) => `${o.kind} ${o.metadata.namespace ?? '(cluster)'}/${o.metadata.name}`)
+    .sort();
+
 describe('the rendered chart', () => {
+  it('RBAC by namespace: a Role where sources are read, a Role where targets are written, named for the release namespace', async () => {
+    const objects = (await renderChart(helm, { namespace: 'ops', values: rules() })).objects;
+    assert.deepEqual(rbacOf(objects), [
+      'ClusterRole (cluster)/ops-weebo-link-metrics-auth',
+      'ClusterRole (cluster)/ops-weebo-link-metrics-reader',
+      'ClusterRoleBinding (cluster)/ops-weebo-link-metrics-auth',
+      'Role auth/ops-weebo-link',
+      'Role mail/ops-weebo-link',
+      'Role ops/weebo-link',
+      'RoleBinding auth/ops-weebo-link',
+      'RoleBinding mail/ops-weebo-link',
+      'RoleBinding ops/weebo-link',
+    ]);
+    const role = (ns: string): unknown =>
+      objects.find((o) => o.kind === 'Role' && o.metadata.namespace === ns)?.rules;
+    assert.deepEqual(role('auth'), [READ_USERS, EVENTS]);
+    assert.deepEqual(role('mail'), [EVENTS, WRITE_ACCOUNTS]);
+    const binding = objects.find((o) => o.kind === 'RoleBinding' && o.metadata.namespace === 'mail');
+    assert.deepEqual(binding?.subjects, [{ kind: 'ServiceAccount', name: 'weebo-link', namespace: 'ops' }]);
+    assert.deepEqual(binding?.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'ops-weebo-link',
+    });
+  });
+
+  it('a rule reading every namespace (source.namespaces: ["*"]) is the only cluster-wide grant: its source read and Events', async () => {
+    const yaml = exampleRules({ sourceNamespace: '"*"', targetNamespace: 'mail' });
+    const objects = await render(parse(yaml) as Record<string, unknown>);
+    assert.deepEqual(
+      rbacOf(objects).filter((r) => !/metrics/.test(r)),
+      [
+        'ClusterRole (cluster)/weebo-link-weebo-link',
+        'ClusterRoleBinding (cluster)/weebo-link-weebo-link',
+        'Role mail/weebo-link-weebo-link',
+        'Role weebo-link/weebo-link',
+        'RoleBinding mail/weebo-link-weebo-link',
+        'RoleBinding weebo-link/weebo-link',
+      ],
+    );
+    assert.deepEqual(find(objects, 'ClusterRole', 'weebo-link-weebo-link').rules, [READ_USERS, EVENTS]);
+    assert.deepEqual(find(objects, 'ClusterRoleBinding', 'weebo-link-weebo-link').subjects, [
+      { kind: 'ServiceAccount', name: 'weebo-link', namespace: 'weebo-link' },
+    ]);
+    // The chart renders what check-rules prints (the derivation), "*" included.
+    assert.deepEqual(grantsOf(objects, 'weebo-link-weebo-link'), derivePolicyRules(loadRules(yaml).rules));
+  });
+
   it('a rules edit leaves the pod template unchanged: no pod restarts, the running process reloads', async () => {
     const before = await render(rules('mail'));
     const edited = rules('mailboxes');
@@ -86,22 +152,26 @@ describe('the rendered chart', () => {
     const wave = (o: KubeObject): string | undefined =>
       o.metadata.annotations?.['argocd.argoproj.io/sync-wave'];
     const objects = await render(rules());
-    const waves = Object.fromEntries(objects.map((o) => [`${o.kind}/${o.metadata.name}`, wave(o)]));
+    const waves = Object.fromEntries(
+      objects.map((o) => [`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, wave(o)]),
+    );
     assert.deepEqual(waves, {
-      'ConfigMap/weebo-link-rules': '0',
-      'ServiceAccount/weebo-link': '0',
-      'ClusterRole/weebo-link-weebo-link': '0',
-      'ClusterRoleBinding/weebo-link-weebo-link': '0',
-      'Role/weebo-link': '0',
-      'RoleBinding/weebo-link': '0',
-      'ClusterRole/weebo-link-weebo-link-metrics-auth': '0',
-      'ClusterRoleBinding/weebo-link-weebo-link-metrics-auth': '0',
-      'ClusterRole/weebo-link-weebo-link-metrics-reader': '0',
-      'ValidatingAdmissionPolicy/link-headers': '0',
-      'ValidatingAdmissionPolicyBinding/link-headers': '0',
-      'ValidatingAdmissionPolicy/link-targets': '0',
-      'ValidatingAdmissionPolicyBinding/link-targets': '0',
-      'Deployment/weebo-link': '1',
+      'ConfigMap/weebo-link/weebo-link-rules': '0',
+      'ServiceAccount/weebo-link/weebo-link': '0',
+      'Role/auth/weebo-link-weebo-link': '0',
+      'RoleBinding/auth/weebo-link-weebo-link': '0',
+      'Role/mail/weebo-link-weebo-link': '0',
+      'RoleBinding/mail/weebo-link-weebo-link': '0',
+      'Role/weebo-link/weebo-link': '0',
+      'RoleBinding/weebo-link/weebo-link': '0',
+      'ClusterRole//weebo-link-weebo-link-metrics-auth': '0',
+      'ClusterRoleBinding//weebo-link-weebo-link-metrics-auth': '0',
+      'ClusterRole//weebo-link-weebo-link-metrics-reader': '0',
+      'ValidatingAdmissionPolicy//link-headers': '0',
+      'ValidatingAdmissionPolicyBinding//link-headers': '0',
+      'ValidatingAdmissionPolicy//link-targets': '0',
+      'ValidatingAdmissionPolicyBinding//link-targets': '0',
+      'Deployment/weebo-link/weebo-link': '1',
     });
     // Ordinary resources stay ordinary: Helm installs them in its kind order (ConfigMap,
     // ServiceAccount and RBAC before the Deployment); only the test pod is a hook.

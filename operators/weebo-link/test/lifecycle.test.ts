@@ -39,6 +39,26 @@ function detached(rule: Rule, live: KubeObject): KubeObject {
 
 const alice = user('alice', { uid: 'a1' });
 
+/**
+ * A target created by hand, then given the link label and the source annotation by an
+ * admin (RFC 0002, Exploitation: « Rattacher une cible existante »): no source-uid.
+ */
+function handLabelled(rule: Rule, state: string | undefined, spec: Record<string, unknown> = {}): KubeObject {
+  return {
+    apiVersion: 'stalwart.weebo.io/v1alpha1',
+    kind: 'StalwartAccount',
+    metadata: {
+      name: 'alice',
+      namespace: 'mail',
+      uid: 't-uid',
+      generation: 1,
+      labels: { 'link.weebo.io/link': rule.name, ...(state ? { 'link.weebo.io/state': state } : {}) },
+      annotations: { 'link.weebo.io/source': 'authentik.weebo.io/AuthentikUser/auth/alice' },
+    },
+    spec: { domainRef: { name: 'old.example' }, name: 'alice', state: 'Active', ...spec },
+  };
+}
+
 describe('the lifecycle of a target (RFC table)', () => {
   it('annotated source, no target: apply (Create), state Linked', () => {
     const d = decide(keep, { target: undefined, candidates: [alice], recorded: undefined });
@@ -133,6 +153,139 @@ describe('the lifecycle of a target (RFC table)', () => {
     });
   });
 
+  it('a target no longer mapping a field weebo-link applied: re-applied, so the apply releases it', () => {
+    const t = linkedTarget(keep, alice);
+    const owned = (spec: Record<string, unknown>): KubeObject => ({
+      ...t,
+      metadata: {
+        ...t.metadata,
+        managedFields: [
+          {
+            manager: 'weebo-link/authentik-user-stalwart-account',
+            operation: 'Apply',
+            apiVersion: 'stalwart.weebo.io/v1alpha1',
+            fieldsType: 'FieldsV1',
+            fieldsV1: { 'f:spec': spec },
+          },
+        ],
+      },
+    });
+    const mapped = { 'f:domainRef': { 'f:name': {} }, 'f:name': {}, 'f:state': {}, 'f:deletionPolicy': {} };
+    assert.deepEqual(decide(keep, { target: owned(mapped), candidates: [alice], recorded: alice }), {
+      action: 'Nothing',
+      reason: 'InSync',
+    });
+    // The rule no longer maps deletionPolicy, which weebo-link's field manager still owns.
+    const dropped = exampleRule(EXAMPLE_RULES_YAML.replace('        deletionPolicy: Orphan\n', ''));
+    const d = decide(dropped, { target: owned(mapped), candidates: [alice], recorded: alice });
+    assert.equal(d.action === 'Apply' && d.reason, 'Update');
+    assert.deepEqual(d.action === 'Apply' && d.target.spec, {
+      domainRef: { name: 'weebo.poc' },
+      name: 'alice',
+      state: 'Active',
+    });
+    // A field another manager owns is not ours to release.
+    const theirs = { ...owned(mapped), spec: { ...(t.spec as object), quota: 5 } };
+    assert.equal(decide(keep, { target: theirs, candidates: [alice], recorded: alice }).action, 'Nothing');
+    // The same while Detaching: the safe-state patch is re-applied without the dropped field.
+    const safeState = detaching(keep, t);
+    const leaving: KubeObject = {
+      ...safeState,
+      metadata: { ...safeState.metadata, managedFields: owned(mapped).metadata.managedFields },
+    };
+    const dd = decide(dropped, { target: leaving, candidates: [], recorded: undefined });
+    assert.equal(dd.action, 'Detach');
+    assert.deepEqual(dd.action === 'Detach' && dd.target.spec, {
+      domainRef: { name: 'weebo.poc' },
+      name: 'alice',
+      state: 'Locked',
+    });
+  });
+
+  it('a target an admin labelled by hand with its source annotation is attached: Apply (Attach), UID recorded, Linked', () => {
+    for (const rule of [keep, del])
+      for (const state of [undefined, 'Linked', 'Detaching']) {
+        const label = `${rule.onRemoval.then}/${state ?? 'no state'}`;
+        const d = decide(rule, { target: handLabelled(rule, state), candidates: [alice], recorded: alice });
+        assert.equal(d.action === 'Apply' && d.reason, 'Attach', label);
+        assert.equal(d.action === 'Apply' && d.source, alice, label);
+        assert.equal(
+          d.action === 'Apply' && d.target.metadata.annotations?.['link.weebo.io/source-uid'],
+          'a1',
+          label,
+        );
+        assert.equal(
+          d.action === 'Apply' && d.target.metadata.labels?.['link.weebo.io/state'],
+          'Linked',
+          label,
+        );
+        // The mapping's values, written literally: the hand-set ones are replaced.
+        assert.deepEqual(
+          d.action === 'Apply' && d.target.spec,
+          { domainRef: { name: 'weebo.poc' }, name: 'alice', state: 'Active', deletionPolicy: 'Orphan' },
+          label,
+        );
+      }
+  });
+
+  it('attaching checks the immutable fields: a mismatch is a Conflict on the source, nothing written', () => {
+    const target = handLabelled(keep, 'Linked', { name: 'alice.old' });
+    const d = decide(keep, { target, candidates: [alice], recorded: alice });
+    assert.equal(d.action === 'Refuse' && d.reason, 'Conflict');
+    assert.equal(d.action === 'Refuse' && d.regarding, alice);
+  });
+
+  it('a hand-labelled target no source claims waits (AwaitingSource): never locked, never deleted', () => {
+    const readyHand = (rule: Rule, state: string): KubeObject => ({
+      ...handLabelled(rule, state, { state: 'Locked' }),
+      status: readyStatus,
+    });
+    const elsewhere = user('alice', { uid: 'a9', ns: 'auth2' });
+    for (const rule of [keep, del])
+      for (const state of ['Linked', 'Detaching']) {
+        const label = `${rule.onRemoval.then}/${state}`;
+        const pairs: [string, Pair][] = [
+          ['no source', { target: readyHand(rule, state), candidates: [], recorded: undefined }],
+          [
+            'header removed',
+            {
+              target: readyHand(rule, state),
+              candidates: [],
+              recorded: user('alice', { uid: 'a1', header: null }),
+            },
+          ],
+          // Another source maps to that name, not the one the annotation names.
+          [
+            'another claimant',
+            { target: readyHand(rule, state), candidates: [elsewhere], recorded: undefined },
+          ],
+        ];
+        for (const [what, pair] of pairs)
+          assert.deepEqual(
+            decide(rule, pair),
+            { action: 'Nothing', reason: 'AwaitingSource' },
+            `${label}, ${what}`,
+          );
+      }
+    // Without the source annotation at all, no source is named: the same.
+    const labelled = handLabelled(keep, 'Linked');
+    const bare: KubeObject = { ...labelled, metadata: { ...labelled.metadata, annotations: {} } };
+    assert.deepEqual(decide(keep, { target: bare, candidates: [alice], recorded: undefined }), {
+      action: 'Nothing',
+      reason: 'AwaitingSource',
+    });
+  });
+
+  it('a target set Detached by hand, with no source-uid, is reattached by its source as before', () => {
+    const d = decide(keep, { target: handLabelled(keep, 'Detached'), candidates: [alice], recorded: alice });
+    assert.equal(d.action === 'Apply' && d.reason, 'Reattach');
+    assert.equal(d.action === 'Apply' && d.target.metadata.annotations?.['link.weebo.io/source-uid'], 'a1');
+    assert.deepEqual(
+      decide(keep, { target: handLabelled(keep, 'Detached'), candidates: [], recorded: undefined }),
+      { action: 'Nothing', reason: 'Detached' },
+    );
+  });
+
   it('a header other than enabled is refused, and is not a departure', () => {
     const t = linkedTarget(keep, alice);
     const wrong = user('alice', { uid: 'a1', header: 'true' });
@@ -145,7 +298,17 @@ describe('the lifecycle of a target (RFC table)', () => {
 
 // Every combination, enumerated.
 const WRITES = new Set(['Apply', 'Detach', 'MarkDetached', 'Delete']);
-type TargetCase = 'absent' | 'unlabelled' | 'other-link' | 'linked' | 'detaching' | 'detached' | 'deleting';
+type TargetCase =
+  | 'absent'
+  | 'unlabelled'
+  | 'other-link'
+  | 'linked'
+  | 'detaching'
+  | 'detached'
+  | 'deleting'
+  /** Labelled by hand with the source annotation, no source-uid: weebo-link never linked it. */
+  | 'unrecorded'
+  | 'unrecorded-detaching';
 type SourceCase =
   | 'none'
   | 'same'
@@ -177,6 +340,8 @@ function build(rule: Rule, tc: TargetCase, sc: SourceCase, safe: SafeCase): Pair
     detaching: detaching(rule, base, status),
     detached: { ...detached(rule, base), status },
     deleting: { ...base, metadata: { ...base.metadata, deletionTimestamp: '2026-10-18T10:00:00Z' } },
+    unrecorded: { ...handLabelled(rule, 'Linked'), status },
+    'unrecorded-detaching': { ...handLabelled(rule, 'Detaching', { state: 'Locked' }), status },
   };
   const sources: Record<SourceCase, { c: KubeObject[]; r: KubeObject | undefined }> = {
     none: { c: [], r: undefined },
@@ -221,6 +386,13 @@ function checkInvariants(rule: Rule, pair: Pair, d: Decision, label: string): vo
     assert.equal(d.target.metadata.finalizers, undefined, `${label}: never states finalizers`);
     assert.equal(d.target.status, undefined, `${label}: never states status`);
   }
+  if (ours && !t?.metadata.annotations?.['link.weebo.io/source-uid']) {
+    // weebo-link never linked it (labelled by hand): it may attach it, never lock or delete it.
+    assert.ok(
+      d.action !== 'Detach' && d.action !== 'MarkDetached' && d.action !== 'Delete',
+      `${label}: an unrecorded target is never detached or deleted`,
+    );
+  }
   if (d.action === 'MarkDetached' || d.action === 'Delete') {
     assert.equal(
       t?.metadata.labels?.['link.weebo.io/state'],
@@ -239,6 +411,8 @@ describe('every (target, source, safe) combination', () => {
     'detaching',
     'detached',
     'deleting',
+    'unrecorded',
+    'unrecorded-detaching',
   ];
   const sources: SourceCase[] = [
     'none',
@@ -272,9 +446,14 @@ describe('every (target, source, safe) combination', () => {
             if (tc === 'detaching' && sf === 'error' && (sc === 'none' || sc === 'header-removed'))
               assert.equal(d.action === 'Refuse' && d.reason, 'SafeFailed', label);
             if (tc === 'detached' && sc === 'none') assert.equal(d.action, 'Nothing', label);
+            // The annotation names auth/alice: whatever its UID, that source attaches the target.
+            if (tc.startsWith('unrecorded') && (sc === 'same' || sc === 'other-uid'))
+              assert.equal(d.action === 'Apply' && d.reason, 'Attach', label);
+            if (tc.startsWith('unrecorded') && (sc === 'none' || sc === 'header-removed'))
+              assert.deepEqual(d, { action: 'Nothing', reason: 'AwaitingSource' }, label);
             n++;
           }
-    assert.equal(n, 2 * 7 * 7 * 3);
+    assert.equal(n, 2 * 9 * 7 * 3);
   });
 });
 
@@ -288,6 +467,8 @@ describe('random pairs', () => {
       'detaching',
       'detached',
       'deleting',
+      'unrecorded',
+      'unrecorded-detaching',
     );
     const sourceCase = fc.constantFrom<SourceCase>(
       'none',
@@ -310,14 +491,15 @@ describe('random pairs', () => {
           const rule = useDelete ? del : keep;
           const pairs = scs.map((sc) => build(rule, tc, sc, sf));
           const base = build(rule, tc, 'none', sf);
-          // Distinct objects: another namespace and UID each (a store holds one object per key).
+          // Distinct objects: another namespace and UID each (a store holds one object per key);
+          // the first keeps its own, the one a target's source annotation names.
           const candidates = pairs
             .flatMap((p) => p.candidates)
             .map((c, i) => ({
               ...c,
               metadata: {
                 ...c.metadata,
-                namespace: `auth${i}`,
+                namespace: i === 0 ? c.metadata.namespace : `auth${i}`,
                 uid: i === 0 ? c.metadata.uid : `${c.metadata.uid}-${i}`,
               },
               spec: { ...(c.spec as object), ...(isActive ? {} : { isActive: false }) },

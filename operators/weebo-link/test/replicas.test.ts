@@ -4,7 +4,7 @@ import { before, describe, it } from 'node:test';
 import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import { startWeeboLink } from '../src/app.ts';
 import { authentikUser, TEST_CRDS } from '../src/testkit/crds.ts';
-import { linkNamespaces, metricValue, quiet, startStalwart, waitState } from './harness.ts';
+import { linkNamespaces, metricSample, quiet, startStalwart, waitState } from './harness.ts';
 
 let env: TestEnv;
 before(async () => {
@@ -35,10 +35,17 @@ describe('two replicas', () => {
     );
     const [leader, standby] = one.manager.isLeader ? [one, two] : [two, one];
     assert.equal(standby.manager.isLeader, false, 'only one acts');
-    assert.equal(
-      await metricValue(standby.manager, 'leader_election_master_status', { name: 'weebo-link' }),
-      0,
-    );
+    // The series exists on both replicas (a missing one reads undefined, not 0): the
+    // "no leader" alert is "no series at 1", so the standby must say 0, not nothing.
+    const leaderGauge = (w: typeof one): Promise<number | undefined> =>
+      metricSample(w.manager, 'leader_election_master_status', { name: 'weebo-link' });
+    // Set once the Lease is acquired, a step after isLeader turns true.
+    const reportsLeading = (w: typeof one): Promise<true> =>
+      eventually(`${w === one ? 'one' : 'two'} reports 1`, async () =>
+        (await leaderGauge(w)) === 1 ? true : undefined,
+      );
+    await reportsLeading(leader);
+    assert.equal(await leaderGauge(standby), 0, 'the standby reports 0');
 
     await env.admin.create(authentikUser('alice', auth));
     await waitState(env, mail, 'alice', 'Linked');
@@ -46,6 +53,7 @@ describe('two replicas', () => {
 
     await leader.stop();
     await eventually('the standby leads', async () => (standby.manager.isLeader ? true : undefined), 10_000);
+    await reportsLeading(standby);
     await env.admin.create(authentikUser('bob', auth));
     await waitState(env, mail, 'bob', 'Linked');
     await env.admin.delete(

@@ -12,7 +12,7 @@ import { AUTHENTIK_USER, authentikUser, TEST_CRDS } from '../src/testkit/crds.ts
 import {
   account,
   linkNamespaces,
-  metricValue,
+  metricSample,
   startLink,
   startStalwart,
   stateOf,
@@ -88,6 +88,6 @@ describe('a rules edit on a running weebo-link', () => {
     // One process all along: the same manager, now running the last rule, never refused.
     assert.equal(link.manager, manager);
     assert.ok(runningRule().includes('"safe":{"cel":"target.spec.state == \\"Locked\\""}'), runningRule());
-    assert.equal(await metricValue(manager, 'weebo_link_links_rule_errors', { link: rule }), 0);
+    assert.equal(await metricSample(manager, 'weebo_link_links_rule_errors', { link: rule }), 0);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Finds or builds kube-apiserver, kube-controller-manager, etcd, kubectl and helm.
+ * Finds or builds kube-apiserver, kube-controller-manager, etcd, kubectl, helm and promtool.
  *
  * Order of precedence, per binary:
  *  1. `KUBEBUILDER_ASSETS`, the envtest convention: a folder holding prebuilt binaries.
@@ -22,7 +22,14 @@ import { promisify } from 'node:util';
 import { ControlPlaneError } from './errors.ts';
 import { downloadModule, runGo } from './go.ts';
 import { withLock } from './lock.ts';
-import { ETCD_VERSION, HELM_VERSION, KUBERNETES_VERSION, stagingVersion } from './versions.ts';
+import {
+  ETCD_VERSION,
+  HELM_VERSION,
+  KUBERNETES_VERSION,
+  PROMTOOL_VERSION,
+  prometheusRelease,
+  stagingVersion,
+} from './versions.ts';
 
 const exec = promisify(execFile);
 
@@ -36,6 +43,8 @@ export interface Binaries {
   readonly etcd: string;
   readonly kubectl: string;
   readonly helm: string;
+  /** Prometheus's rule checker, for the charts' PrometheusRules. */
+  readonly promtool: string;
 }
 
 export type Log = (message: string) => void;
@@ -46,6 +55,7 @@ const BINARY_NAMES = {
   etcd: 'etcd',
   kubectl: 'kubectl',
   helm: 'helm',
+  promtool: 'promtool',
 } as const;
 
 /** The root of everything this project caches on a machine. */
@@ -57,7 +67,7 @@ export function cacheRoot(): string {
 /** The binaries built from k8s.io/kubernetes, in one `go build` so they share its compiled packages. */
 const KUBERNETES_BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kubectl'] as const;
 
-function cachedDir(component: 'kubernetes' | 'etcd' | 'helm', version: string): string {
+function cachedDir(component: 'kubernetes' | 'etcd' | 'helm' | 'promtool', version: string): string {
   return join(cacheRoot(), 'bin', `${component}-${version}`);
 }
 
@@ -131,7 +141,18 @@ export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> 
       });
     }
   }
-  return { kubeApiserver, kubeControllerManager, etcd, kubectl, helm };
+
+  let promtool = await fromAssets(BINARY_NAMES.promtool);
+  if (!promtool) {
+    const dir = cachedDir('promtool', PROMTOOL_VERSION);
+    promtool = join(dir, 'promtool');
+    if (!(await isExecutable(promtool))) {
+      await withLock(join(cacheRoot(), 'locks', `promtool-${PROMTOOL_VERSION}`), log, async () => {
+        if (!(await isExecutable(join(dir, 'promtool')))) await buildPromtool(PROMTOOL_VERSION, dir, log);
+      });
+    }
+  }
+  return { kubeApiserver, kubeControllerManager, etcd, kubectl, helm, promtool };
 }
 
 function defaultLog(message: string): void {
@@ -307,6 +328,37 @@ async function buildHelm(version: string, dest: string, log: Log): Promise<void>
   }
   await checkVersion(join(out, 'helm'), ['version', '--short'], version);
   await install(out, dest, ['helm']);
+}
+
+async function buildPromtool(version: string, dest: string, log: Log): Promise<void> {
+  log(`building promtool ${version} with Go into ${dest} (a few minutes the first time)`);
+  const out = join(cacheRoot(), 'build', `promtool-${version}`, 'out');
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  const release = prometheusRelease(version);
+  const ldflags = [
+    '-s -w',
+    `-X github.com/prometheus/common/version.Version=${release}`,
+    '-X github.com/prometheus/common/version.Branch=HEAD',
+    '-X github.com/prometheus/common/version.BuildDate=20260101-00:00:00',
+  ].join(' ');
+  const p = progress('building promtool', log);
+  try {
+    await runGo(
+      ['install', '-v', '-ldflags', ldflags, `github.com/prometheus/prometheus/cmd/promtool@${version}`],
+      {
+        cwd: tmpdir(),
+        // -mod=mod: resolve the module's own requirements through the proxy, as `go install pkg@v` does.
+        env: { CGO_ENABLED: '0', GOBIN: out, GOFLAGS: '-buildvcs=false -mod=mod' },
+        onLine: p.onLine,
+        purpose: `building promtool ${version}`,
+      },
+    );
+  } finally {
+    p.stop();
+  }
+  await checkVersion(join(out, 'promtool'), ['--version'], release);
+  await install(out, dest, ['promtool']);
 }
 
 /** A binary that does not report the version we built is not cached: better to fail now than run it. */

@@ -54,6 +54,9 @@ async function main(argv: readonly string[]): Promise<number> {
       }
       process.stdout.write(execFileSync(b.etcd, ['--version'], { encoding: 'utf8' }).split('\n')[0] + '\n');
       process.stdout.write(execFileSync(b.helm, ['version', '--short'], { encoding: 'utf8' }));
+      process.stdout.write(
+        execFileSync(b.promtool, ['--version'], { encoding: 'utf8' }).split('\n')[0] + '\n',
+      );
       return 0;
     }
     default:

@@ -8,6 +8,18 @@
 export const KUBERNETES_VERSION = 'v1.36.3';
 export const ETCD_VERSION = 'v3.6.16';
 export const HELM_VERSION = 'v3.22.0';
+/**
+ * promtool, to check the charts' PrometheusRules (`promtool check rules`, `test rules`).
+ * Prometheus v3.16.0: its Go module tags v3.X.Y as v0.3XX.Y (the module has no /v3 path).
+ */
+export const PROMTOOL_VERSION = 'v0.316.0';
+
+/** The Prometheus release of a Go module tag: v0.316.0 ↔ 3.16.0. */
+export function prometheusRelease(moduleVersion: string): string {
+  const m = /^v0\.(\d)(\d\d)\.(\d+)$/.exec(moduleVersion);
+  if (!m) throw new Error(`not a Prometheus Go module tag: ${moduleVersion}`);
+  return `${m[1]}.${Number(m[2])}.${m[3]}`;
+}
 
 /** The staging modules' version matching {@link KUBERNETES_VERSION} (v1.36.3 ↔ v0.36.3). */
 export function stagingVersion(kubernetesVersion: string): string {

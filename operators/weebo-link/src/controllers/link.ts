@@ -1,10 +1,11 @@
 /**
  * One rule at run time: a controller whose keys are target keys (`namespace/name`).
- * It watches the target kind (one informer per kind, filtered on the link label, shared
- * by every rule of that kind), the names in use in the rule's target namespace (metadata
- * only, labelled or not, so an unlabelled target is found without a GET per creation),
- * and the source kind in each of the rule's namespaces, whose objects map to the key of
- * the target they ask for. A reconcile reads the pair from the caches, asks the domain
+ * It watches the target kind in the rule's target namespace (one informer per kind and
+ * namespace, filtered on the link label, shared by every rule of that kind there), the
+ * names in use in that namespace (metadata only, labelled or not, so an unlabelled target
+ * is found without a GET per creation), and the source kind in each of the rule's
+ * namespaces (`*`: one cluster-wide informer), whose objects map to the key of the
+ * target they ask for. A reconcile reads the pair from the caches, asks the domain
  * what to do, and does it: thin by design.
  *
  * Never a write on a source: sources are only read. Departures missed while weebo-link
@@ -24,6 +25,7 @@ import {
   TerminalError,
 } from '@operators/kit';
 import {
+  ALL_NAMESPACES,
   type Decision,
   decide,
   fieldManagerOf,
@@ -35,6 +37,7 @@ import {
   targetKeyOf,
 } from '../domain/index.ts';
 import type { LinkMetrics } from './metrics.ts';
+import { OWN_WRITE_GRACE_MS, OwnWrites } from './own-writes.ts';
 
 /** How long a Detaching target waits before `safe` is evaluated again without an event. */
 const SAFE_RECHECK_MS = 30_000;
@@ -49,26 +52,39 @@ export interface LinkOptions {
   readonly linkedNotice?: () => KubeObject | undefined;
 }
 
-/** The shared informer of a target kind: every object carrying a link label. */
+/**
+ * The shared informer of a target kind in a rule's target namespace: every object there
+ * carrying a link label (shared by every rule of that kind and namespace). Namespaced, as
+ * weebo-link's RBAC is: a cluster-wide list would be forbidden (RFC 0002, Sécurité).
+ */
 export function targetInformer(manager: Manager, rule: Pick<Rule, 'target'>): Reflector<KubeObject> {
   return manager.cache.informer(
     { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
-    { labelSelector: LINK_LABEL },
+    // managedFields kept: drift is judged on the fields weebo-link's field manager owns,
+    // so that a field dropped from a mapping is released (lifecycle.ts).
+    { namespace: rule.target.namespace, labelSelector: LINK_LABEL, keepManagedFields: true },
   );
 }
 
 /**
- * The names in use in a rule's target namespace: every object of the target kind there,
- * labelled or not, as metadata only (names, labels, deletion; no spec). It answers
- * "does a target of that name exist without our label?" from the cache, where a live
- * GET per creation cost as much as the creation itself. While its watch is down, the
- * reconciler asks the server instead.
+ * The other names in use in a rule's target namespace: every object of the target kind
+ * there without a link label (labelled ones are in {@link targetInformer}'s cache), as
+ * metadata only (names, labels, deletion; no spec). It answers "does a target of that
+ * name exist without our label?" from the cache, where a live GET per creation cost as
+ * much as the creation itself; and, unlike a names cache of every object, it is not sent
+ * each target weebo-link writes a second time. While its watch is down, the reconciler
+ * asks the server instead.
  */
 export function targetNamesInformer(manager: Manager, rule: Pick<Rule, 'target'>): Reflector<KubeObject> {
   return manager.cache.informer(
     { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
-    { namespace: rule.target.namespace, metadataOnly: true },
+    unlabelledNames(rule),
   );
+}
+
+/** The names informer's options; the controller's watch of freed names uses the same informer. */
+function unlabelledNames(rule: Pick<Rule, 'target'>) {
+  return { namespace: rule.target.namespace, metadataOnly: true, labelSelector: `!${LINK_LABEL}` } as const;
 }
 
 /** Sources by the target key they map to, kept from the source informers' changes. */
@@ -126,6 +142,14 @@ export class LinkRuntime {
   private readonly names: Reflector<KubeObject>;
   private readonly linkedNotice: () => KubeObject | undefined;
   private readonly sources = new Map<string, Reflector<KubeObject>>();
+  private readonly writes = new OwnWrites();
+  /**
+   * Keys a waiting source asks for that just left the unlabelled names cache: deleted, or
+   * labelled by an admin to be attached and not yet in the labelled cache. Only the server
+   * tells which: deciding "absent" would apply over a hand-labelled target as a creation,
+   * skipping the attach and its immutable check.
+   */
+  private readonly leftNames = new Set<string>();
 
   constructor(opts: LinkOptions) {
     const { manager, rule } = opts;
@@ -140,7 +164,7 @@ export class LinkRuntime {
     this.linkedNotice = opts.linkedNotice ?? (() => undefined);
 
     for (const ns of rule.source.namespaces) {
-      const informer = manager.cache.informer(sourceGvk, { namespace: ns });
+      const informer = manager.cache.informer(sourceGvk, sourceScope(ns));
       this.sources.set(ns, informer);
       // Seed from what a shared informer already holds, then follow its changes (a new
       // informer's initial state arrives as changes: an unsynced store refuses reads).
@@ -148,28 +172,51 @@ export class LinkRuntime {
       informer.onDelta((d) => this.index.observe(d.type, d.object));
     }
 
-    const ours: Predicate = (d) =>
-      d.object.metadata.labels?.[LINK_LABEL] === rule.name ||
-      (d.type === 'updated' && d.old.metadata.labels?.[LINK_LABEL] === rule.name);
+    // The echo of our own settled write brings nothing to decide (own-writes.ts). A
+    // target that leaves the labelled cache (deleted, or its label removed by hand) may
+    // not be in the names cache yet: a source still asking for it reads the server.
+    const ours: Predicate = (d) => {
+      if (d.type === 'deleted' && this.index.sourcesOf(objectKey(d.object)).length > 0)
+        this.leftNames.add(objectKey(d.object));
+      return (
+        !this.writes.echo(d) &&
+        (d.object.metadata.labels?.[LINK_LABEL] === rule.name ||
+          (d.type === 'updated' && d.old.metadata.labels?.[LINK_LABEL] === rule.name))
+      );
+    };
     let builder = manager
       .controller(`link-${rule.name}`)
-      .for(targetGvk, { labelSelector: LINK_LABEL, predicates: [ours] })
+      .for(targetGvk, {
+        namespace: rule.target.namespace,
+        labelSelector: LINK_LABEL,
+        // The same informer as targetInformer's (keepManagedFields is part of its identity).
+        keepManagedFields: true,
+        predicates: [ours],
+      })
       .withConcurrency(opts.concurrency)
       .resyncEvery(opts.resyncMs);
     for (const ns of rule.source.namespaces)
-      builder = builder.watches(sourceGvk, (o) => mapSource(rule, o), { namespace: ns });
-    // A name freed (an unlabelled target deleted, or ours once both caches agree) is a
-    // target a waiting source may now get.
+      builder = builder.watches(sourceGvk, (o) => mapSource(rule, o), sourceScope(ns));
+    // A name freed (an unlabelled target deleted, or unlabelled by hand to be attached:
+    // it leaves this cache) is a target a waiting source may now get. Ours come and go
+    // through the labelled informer.
     builder = builder.watches(targetGvk, (o) => [objectKey(o)], {
-      namespace: rule.target.namespace,
-      metadataOnly: true,
-      predicates: [(d) => d.type === 'deleted'],
+      ...unlabelledNames(rule),
+      predicates: [
+        (d) => {
+          if (d.type !== 'deleted') return false;
+          const k = objectKey(d.object);
+          if (this.index.sourcesOf(k).length > 0) this.leftNames.add(k);
+          return true;
+        },
+      ],
     });
     this.controller = builder.reconcile(async (req, ctx) => {
       if (req.key.startsWith('!')) return this.reportName(req.key.slice(1));
       const target = await this.targetAt(req.key);
-      // Ours by the names cache, not yet in the labelled one: that informer's event brings the key back.
-      if (target === BEHIND) return {};
+      // Our own write, not yet in the labelled cache: its event brings the key back (the
+      // requeue covers an event that never comes).
+      if (target === BEHIND) return { requeueAfterMs: OWN_WRITE_GRACE_MS };
       const decision = this.decide(req.key, target);
       ctx.log.debug({ action: decision.action }, 'decided');
       return this.carryOut(req.key, decision, ctx.log);
@@ -186,11 +233,16 @@ export class LinkRuntime {
     return { apiVersion: this.rule.target.apiVersion, kind: this.rule.target.kind };
   }
 
+  /** The source informer that covers namespace `ns`: its own, or the rule's cluster-wide one. */
+  private sourceStore(ns: string): Reflector<KubeObject> | undefined {
+    return this.sources.get(ns) ?? this.sources.get(ALL_NAMESPACES);
+  }
+
   private sourceObjects(targetKey: string): KubeObject[] {
     const out: KubeObject[] = [];
     for (const sk of this.index.sourcesOf(targetKey)) {
       const ns = sk.split('/')[0] ?? '';
-      const o = this.sources.get(ns)?.store.get(sk);
+      const o = this.sourceStore(ns)?.store.get(sk);
       if (o) out.push(o);
     }
     return out;
@@ -200,28 +252,31 @@ export class LinkRuntime {
    * The target at `key`: ours (or another rule's) from the labelled cache, with its spec;
    * else, when a source asks for one, whatever holds the name, from the names cache
    * (metadata only: enough to refuse an unlabelled target, which is never adopted). While
-   * the names cache does not follow the server (its watch down), a live read instead.
-   * {@link BEHIND} when the names cache has our own target the labelled cache has not
-   * received yet: deciding on metadata alone would re-apply for nothing.
+   * the names cache does not follow the server (its watch down), or when the name just
+   * left it (see `leftNames`), a live read instead. {@link BEHIND} when we wrote a target there that the labelled cache has not received
+   * yet: deciding without it would apply it again for nothing.
    */
   private async targetAt(key: string): Promise<KubeObject | undefined | typeof BEHIND> {
+    // Before the labelled cache: it may hold an older version of a target we just wrote.
+    if (this.writes.behind(key)) return BEHIND;
     const cached = this.targets.store.get(key);
-    if (cached) return cached;
+    if (cached) {
+      this.leftNames.delete(key);
+      return cached;
+    }
     if (this.index.sourcesOf(key).length === 0) return undefined;
-    if (!this.names.watching) {
+    if (!this.names.watching || this.leftNames.delete(key)) {
       const [namespace, name] = key.split('/') as [string, string];
       return this.manager.client.find(this.targetGvk, name, namespace);
     }
-    const named = this.names.store.get(key);
-    if (named?.metadata.labels?.[LINK_LABEL] === this.rule.name) return BEHIND;
-    return named;
+    return this.names.store.get(key);
   }
 
   private decide(key: string, target: KubeObject | undefined): Decision {
     let recorded: KubeObject | undefined;
     if (target?.metadata.labels?.[LINK_LABEL] === this.rule.name) {
       const ref = parseSourceRef(this.rule, target.metadata.annotations?.['link.weebo.io/source']);
-      if (ref) recorded = this.sources.get(ref.namespace)?.store.get(`${ref.namespace}/${ref.name}`);
+      if (ref) recorded = this.sourceStore(ref.namespace)?.store.get(`${ref.namespace}/${ref.name}`);
     }
     return decide(this.rule, { target, candidates: this.sourceObjects(key), recorded });
   }
@@ -248,6 +303,14 @@ export class LinkRuntime {
             reason: 'Reattached',
             action: 'Apply',
             note: `linked to ${d.target.metadata.annotations?.[SOURCE_ANNOTATION]} (uid ${d.source.metadata.uid}) by link ${link}`,
+          });
+        // Adopting a target an admin labelled by hand is a gesture worth a trace on it.
+        if (d.reason === 'Attach')
+          this.manager.recorder.event(applied, {
+            type: EventType.Normal,
+            reason: 'Attached',
+            action: 'Apply',
+            note: `labelled by hand, now linked to ${d.target.metadata.annotations?.[SOURCE_ANNOTATION]} (uid ${d.source.metadata.uid}) by link ${link}`,
           });
         if (d.reason === 'Create') this.noticeLinked();
         return {};
@@ -277,10 +340,19 @@ export class LinkRuntime {
       case 'Delete': {
         const [namespace, name] = key.split('/') as [string, string];
         try {
+          // The UID precondition: an object recreated under the same name since the
+          // decision (someone else's) answers 409 and is left alone.
           await this.manager.client.delete(this.targetGvk, name, namespace, { uid: d.uid });
         } catch (err) {
-          if (!isApiError(err, ApiErrorReason.NotFound) && !isApiError(err, ApiErrorReason.Conflict))
-            throw err;
+          if (isApiError(err, ApiErrorReason.NotFound)) {
+            log.info({ target: key }, 'safe: target already gone (then: Delete)');
+            return {};
+          }
+          if (isApiError(err, ApiErrorReason.Conflict)) {
+            log.info({ target: key, uid: d.uid }, 'target replaced under the same name: not deleted');
+            return {};
+          }
+          throw err;
         }
         log.info({ target: key }, 'safe: target deleted (then: Delete)');
         return {};
@@ -308,8 +380,13 @@ export class LinkRuntime {
     fieldManager: string,
     source: KubeObject | undefined,
   ): Promise<KubeObject> {
+    const key = objectKey(obj);
+    // Changes of this key seen until the answer are held, then looked at (own-writes.ts).
+    this.writes.writing(key);
+    let applied: KubeObject | undefined;
     try {
-      return await this.manager.client.apply(obj, { fieldManager, force: true });
+      applied = await this.manager.client.apply(obj, { fieldManager, force: true });
+      return applied;
     } catch (err) {
       if (isApiError(err, ApiErrorReason.Invalid) || isApiError(err, ApiErrorReason.Forbidden)) {
         this.metrics.problems.labels(this.rule.name, 'ApplyRefused').inc();
@@ -322,6 +399,8 @@ export class LinkRuntime {
         throw new TerminalError('ApplyRefused', (err as Error).message);
       }
       throw err;
+    } finally {
+      if (this.writes.answered(key, applied)) this.controller.queue.add(key);
     }
   }
 
@@ -346,7 +425,7 @@ export class LinkRuntime {
   /** A source whose target name cannot be evaluated: reported on the source, nothing written. */
   private reportName(sourceKey: string): ReconcileResult {
     const ns = sourceKey.split('/')[0] ?? '';
-    const source = this.sources.get(ns)?.store.get(sourceKey);
+    const source = this.sourceStore(ns)?.store.get(sourceKey);
     if (!source) return {};
     const k = targetKeyOf(this.rule, source);
     if (k.ok) return {};
@@ -361,7 +440,12 @@ export class LinkRuntime {
   }
 }
 
-/** The names cache is ahead of the labelled cache for this key. */
+/** One source namespace's informer options; `*` is one cluster-wide informer (no namespace). */
+function sourceScope(ns: string): { namespace?: string } {
+  return ns === ALL_NAMESPACES ? {} : { namespace: ns };
+}
+
+/** The labelled cache has yet to show our own write at this key. */
 const BEHIND = Symbol('behind');
 
 function assertNever(x: never): never {

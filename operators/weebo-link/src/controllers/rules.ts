@@ -169,7 +169,7 @@ export class RulesController {
       if (old && JSON.stringify(old.rule.raw) === JSON.stringify(rule.raw)) continue;
       if (old) await old.stop();
       this.targetStores.set(
-        `${rule.target.apiVersion}/${rule.target.kind}`,
+        `${rule.target.apiVersion}/${rule.target.kind}/${rule.target.namespace}`,
         targetInformer(this.manager, rule),
       );
       const runtime = new LinkRuntime({

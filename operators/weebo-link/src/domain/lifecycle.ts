@@ -10,21 +10,30 @@
  * | source changed                                   | Apply (Update) of the mapped fields only  |
  * | an `immutable` field changed on the source       | Refuse (Conflict), on the source          |
  * | a target of that name exists without our label   | Refuse (TargetExists), never adopted      |
+ * | our label, source annotation, no source-uid      | Apply (Attach) if that source claims it:  |
+ * | (labelled by hand: Exploitation, « Rattacher »)  | UID recorded, Linked; else Nothing        |
+ * |                                                  | (AwaitingSource), never a departure       |
  * | source deleted, header removed, another UID      | Detach: onRemoval.patch, state Detaching  |
  * | Detaching and `safe` true                        | MarkDetached (Keep) or Delete (Delete)    |
  * | Detached (or Detaching), source back, annotated  | Apply (Reattach): new source-uid, Linked  |
  *
  * Guarantees: an error (a mapping or `safe` that fails, a header with another value than
  * `enabled`) is never a write: it is a Refuse, reported, and the target keeps its state.
- * A target labelled for another rule, or not labelled, is never written.
+ * A target labelled for another rule, or not labelled, is never written. A target without
+ * a `source-uid` was never linked by weebo-link, so it is never locked or deleted.
+ *
+ * Drift is judged with the rule's field manager: a field weebo-link applied before and
+ * the mapping no longer states is drift, and the next apply releases it.
  */
 import { hasDrifted, type KubeObject } from '@operators/kit';
 import {
   ENABLED,
+  fieldManagerOf,
   headerAnnotation,
   isLinkState,
   LINK_LABEL,
   LinkState,
+  SOURCE_ANNOTATION,
   SOURCE_UID_ANNOTATION,
   STATE_LABEL,
 } from './headers.ts';
@@ -39,6 +48,12 @@ export const ApplyReason = {
   Update: 'Update',
   /** A Detaching or Detached target's source is back (same name, annotated): it follows it again. */
   Reattach: 'Reattach',
+  /**
+   * An admin gave an existing target this rule's link label and the source annotation
+   * by hand (RFC 0002, Exploitation: « Rattacher une cible existante »), and that source
+   * claims it: the mapping is applied, the source's UID recorded, state Linked.
+   */
+  Attach: 'Attach',
 } as const;
 export type ApplyReason = (typeof ApplyReason)[keyof typeof ApplyReason];
 
@@ -65,6 +80,13 @@ export const NothingReason = {
   TargetDeleting: 'TargetDeleting',
   /** The object belongs to another rule, or to no rule, and no source of this rule claims it. */
   NotOurs: 'NotOurs',
+  /**
+   * The target carries this rule's label but no source-uid (labelled by hand), and the
+   * source its annotation names does not claim it (absent, without the header, or
+   * missing annotation): weebo-link never linked it, so there is nothing to depart from;
+   * it is attached when that source claims it.
+   */
+  AwaitingSource: 'AwaitingSource',
 } as const;
 export type NothingReason = (typeof NothingReason)[keyof typeof NothingReason];
 
@@ -165,9 +187,20 @@ export function decide(rule: Rule, pair: Pair): Decision {
   // The target is this rule's.
   const label = target.metadata.labels?.[STATE_LABEL];
   const state: LinkState = isLinkState(label) ? label : LinkState.Linked;
-  const linkedUid = target.metadata.annotations?.[SOURCE_UID_ANNOTATION];
-  const source = pick(valid, linkedUid);
+  // An empty source-uid is no record either: earlier versions detached hand-labelled targets,
+  // writing an empty one.
+  const linkedUid = target.metadata.annotations?.[SOURCE_UID_ANNOTATION] || undefined;
   const recordedHeader = pair.recorded?.metadata.annotations?.[header];
+  if (linkedUid === undefined && state !== LinkState.Detached) {
+    // Labelled by hand: only the source its annotation names may attach it.
+    const named = target.metadata.annotations?.[SOURCE_ANNOTATION];
+    const claimant = valid.find((s) => sourceRef(rule, s) === named);
+    if (claimant) return follow(rule, claimant, target, ApplyReason.Attach);
+    if (pair.recorded && recordedHeader !== undefined && recordedHeader !== ENABLED)
+      return invalidHeader(rule, pair.recorded);
+    return { action: 'Nothing', reason: NothingReason.AwaitingSource };
+  }
+  const source = pick(valid, linkedUid);
 
   if (!source && pair.recorded && recordedHeader !== undefined && recordedHeader !== ENABLED)
     return invalidHeader(rule, pair.recorded);
@@ -221,7 +254,7 @@ function follow(rule: Rule, source: KubeObject, target: KubeObject, reason: Appl
       source,
       `${change.path} is immutable: the target ${key(target)} has ${JSON.stringify(change.live)}, the source asks for ${JSON.stringify(change.desired)}; nothing applied`,
     );
-  if (reason === ApplyReason.Update && !hasDrifted(desired.value, target))
+  if (reason === ApplyReason.Update && !hasDrifted(desired.value, target, owned(rule)))
     return { action: 'Nothing', reason: NothingReason.InSync };
   return { action: 'Apply', reason, target: desired.value, source };
 }
@@ -233,7 +266,7 @@ function detach(rule: Rule, target: KubeObject, reason: DepartureReason): Decisi
 /** Detaching: keep the safe-state patch applied; once `safe` holds, Keep or Delete. */
 function departure(rule: Rule, target: KubeObject, reason: DepartureReason): Decision {
   const patched = safeStateTarget(rule, target, LinkState.Detaching);
-  if (hasDrifted(patched, target)) return { action: 'Detach', reason, target: patched };
+  if (hasDrifted(patched, target, owned(rule))) return { action: 'Detach', reason, target: patched };
   const safe = evaluateSafe(rule, target);
   if (!safe.ok)
     return refuse(
@@ -246,10 +279,20 @@ function departure(rule: Rule, target: KubeObject, reason: DepartureReason): Dec
     case Then.Keep:
       return { action: 'MarkDetached', target: safeStateTarget(rule, target, LinkState.Detached) };
     case Then.Delete:
-      return { action: 'Delete', uid: target.metadata.uid ?? '' };
+      // Never a delete without the UID precondition: an object without a UID (never one read
+      // from the apiserver) waits rather than risk deleting whatever holds the name.
+      return target.metadata.uid ? { action: 'Delete', uid: target.metadata.uid } : { action: 'Wait' };
     default:
       return assertNever(rule.onRemoval.then);
   }
+}
+
+/**
+ * Drift against the field set weebo-link owns (its managedFields entry, which the target
+ * cache keeps), not only the fields it states: a field dropped from the mapping is drift.
+ */
+function owned(rule: Rule): { readonly fieldManager: string } {
+  return { fieldManager: fieldManagerOf(rule.name) };
 }
 
 function invalidHeader(rule: Rule, source: KubeObject): Decision {

@@ -5,7 +5,7 @@
  * object: a mapping with one failing leaf is not applied at all.
  */
 import { type CelValue, fromJson, type JsonValue } from '@operators/cel';
-import type { KubeObject } from '@operators/kit';
+import { deepFreeze, type KubeObject } from '@operators/kit';
 import {
   fieldManagerOf,
   LINK_LABEL,
@@ -96,8 +96,42 @@ function evaluateNode(node: MappingNode, vars: Readonly<Record<string, CelValue>
   }
 }
 
+/**
+ * What a source asks for under a rule, evaluated once per (rule, source object): a
+ * source's target name is read on each of its changes (twice: the source index and the
+ * controller's queue) and on each reconcile of its target, and its mapping on each
+ * reconcile (the one that applies, and the one its own write brings back). Cached
+ * objects are immutable, so an answer never goes stale; the answers are deep-frozen,
+ * since every caller shares them.
+ */
+interface Asked {
+  name?: Evaluation<string>;
+  desired?: Evaluation<KubeObject>;
+}
+const asked = new WeakMap<Rule, WeakMap<KubeObject, Asked>>();
+
+function askedOf(rule: Rule, source: KubeObject): Asked {
+  let byRule = asked.get(rule);
+  if (!byRule) {
+    byRule = new WeakMap();
+    asked.set(rule, byRule);
+  }
+  let a = byRule.get(source);
+  if (!a) {
+    a = {};
+    byRule.set(source, a);
+  }
+  return a;
+}
+
 /** The target's name for this source; a string or an error. */
 export function targetNameOf(rule: Rule, source: KubeObject): Evaluation<string> {
+  const a = askedOf(rule, source);
+  a.name ??= deepFreeze(evaluateName(rule, source));
+  return a.name;
+}
+
+function evaluateName(rule: Rule, source: KubeObject): Evaluation<string> {
   const input = celInput(source);
   if (!input.ok) return input;
   const r = evaluateNode(rule.target.name, { source: input.value });
@@ -139,6 +173,12 @@ function headers(
  * are never stated, so never touched).
  */
 export function desiredTarget(rule: Rule, source: KubeObject): Evaluation<KubeObject> {
+  const a = askedOf(rule, source);
+  a.desired ??= deepFreeze(evaluateTarget(rule, source));
+  return a.desired;
+}
+
+function evaluateTarget(rule: Rule, source: KubeObject): Evaluation<KubeObject> {
   const input = celInput(source);
   if (!input.ok) return input;
   const name = targetNameOf(rule, source);

@@ -5,12 +5,19 @@
  * caller refuses that rule alone while the others keep running.
  *
  * What is checked here, offline: the structure, every CEL leaf compiled and type-checked
- * (mapping leaves over `source`, `safe` over `target`), `immutable` paths present in the
- * mapping. What needs a cluster (apiVersion and kind resolved by discovery) is checked
- * by the rules controller on top of this (`checkDiscovery` in `controllers/rules.ts`, which
- * check-rules also runs when given a cluster).
+ * (mapping leaves over `source`, `safe` over `target`), mapping leaves free of loops (RFC
+ * 0002 D4), a target name that reads only source fields that never change, `immutable`
+ * paths present in the mapping. What needs a cluster (apiVersion and kind resolved by
+ * discovery) is checked by the rules controller on top of this (`checkDiscovery` in
+ * `controllers/rules.ts`, which check-rules also runs when given a cluster).
  */
-import { CelEnvironment, type CelProgram, formatCelError, type JsonValue } from '@operators/cel';
+import {
+  CelEnvironment,
+  type CelProgram,
+  formatCelError,
+  type JsonValue,
+  outlineExpression,
+} from '@operators/cel';
 import { parse as parseYaml } from 'yaml';
 import { RESERVED_HEADERS } from './headers.ts';
 
@@ -72,6 +79,11 @@ const sourceEnv = new CelEnvironment({ variables: { source: 'dyn' } });
 const targetEnv = new CelEnvironment({ variables: { target: 'dyn' } });
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/**
+ * `source.namespaces: ["*"]`: sources are read in every namespace, which makes that read
+ * (and the Events on those sources) cluster-wide in the RBAC: only when a rule says so.
+ */
+export const ALL_NAMESPACES = '*';
 const HEADER_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const API_VERSION = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?v[0-9]+((alpha|beta)[0-9]+)?$/;
 const KIND = /^[A-Z][A-Za-z0-9]*$/;
@@ -161,23 +173,37 @@ export function compileRule(
     source &&
     (!namespaces ||
       namespaces.length === 0 ||
-      !namespaces.every((n) => typeof n === 'string' && DNS_LABEL.test(n)))
+      !namespaces.every((n) => typeof n === 'string' && DNS_LABEL.test(n))) &&
+    !(namespaces?.length === 1 && namespaces[0] === ALL_NAMESPACES)
   )
-    p('source.namespaces must be a non-empty list of namespace names');
+    p(
+      namespaces?.includes(ALL_NAMESPACES)
+        ? `source.namespaces: "${ALL_NAMESPACES}" (every namespace) stands alone`
+        : `source.namespaces must be a non-empty list of namespace names, or ["${ALL_NAMESPACES}"] for every namespace`,
+    );
 
   const target = isRecord(raw.target) ? raw.target : undefined;
   if (!target) p('target is required');
   const targetKind = kindRef(target, 'target', p);
   const namespace = target && typeof target.namespace === 'string' ? target.namespace : '';
   if (target && !DNS_LABEL.test(namespace)) p('target.namespace must be a namespace name');
-  const nameNode = target ? compileNode(target.name, 'target.name', sourceEnv, p) : undefined;
+  const nameNode = target
+    ? compileNode(target.name, 'target.name', sourceEnv, p, (path, expr) => {
+        mappingLeafProblems(path, expr).forEach(p);
+        nameLeafProblems(expr).forEach(p);
+      })
+    : undefined;
   if (target && target.name === undefined) p('target.name is required (a literal or {cel: ...} over source)');
   if (nameNode?.kind === 'literal' && typeof nameNode.value !== 'string') p('target.name must be a string');
   if (nameNode && nameNode.kind !== 'literal' && nameNode.kind !== 'cel')
     p('target.name must be a single leaf');
   if (target && !isRecord(target.spec)) p('target.spec must be a map (the mapped fields)');
   const specNode =
-    target && isRecord(target.spec) ? compileNode(target.spec, 'target.spec', sourceEnv, p) : undefined;
+    target && isRecord(target.spec)
+      ? compileNode(target.spec, 'target.spec', sourceEnv, p, (path, expr) =>
+          mappingLeafProblems(path, expr).forEach(p),
+        )
+      : undefined;
   const immutable = target?.immutable ?? [];
   if (!Array.isArray(immutable) || !immutable.every((x) => typeof x === 'string'))
     p('target.immutable must be a list of field paths such as spec.name');
@@ -276,11 +302,16 @@ export function pluralOf(kind: string): string {
   return `${k}s`;
 }
 
+/**
+ * Compiles a tree of literals and `{cel: ...}` leaves; `leaf`, when given, checks each
+ * compiled CEL leaf further (the mapping's RFC 0002 D4, see {@link mappingLeafProblems}).
+ */
 function compileNode(
   value: unknown,
   path: string,
   env: CelEnvironment,
   p: (m: string) => void,
+  leaf?: (path: string, expression: string) => void,
 ): MappingNode | undefined {
   if (isRecord(value)) {
     const keys = Object.keys(value);
@@ -294,11 +325,12 @@ function compileNode(
         p(`${path}: ${formatCelError(compiled.error)}`);
         return undefined;
       }
+      leaf?.(path, value.cel);
       return { kind: 'cel', expression: value.cel, program: compiled.value, path };
     }
     const fields: Record<string, MappingNode> = {};
     for (const [k, v] of Object.entries(value)) {
-      const n = compileNode(v, `${path}.${k}`, env, p);
+      const n = compileNode(v, `${path}.${k}`, env, p, leaf);
       if (n) fields[k] = n;
     }
     return { kind: 'object', fields };
@@ -306,7 +338,7 @@ function compileNode(
   if (Array.isArray(value)) {
     const items: MappingNode[] = [];
     value.forEach((v, i) => {
-      const n = compileNode(v, `${path}[${i}]`, env, p);
+      const n = compileNode(v, `${path}[${i}]`, env, p, leaf);
       if (n) items.push(n);
     });
     return { kind: 'list', items };
@@ -316,6 +348,65 @@ function compileNode(
     return { kind: 'literal', value: value as JsonValue };
   p(`${path}: unsupported value`);
   return undefined;
+}
+
+/**
+ * RFC 0002 D4, "a mapping in CEL, limited to reading and the ternary": a mapping leaf reads
+ * fields and chooses with operators and the ternary; it never loops. Refused: every macro
+ * that iterates or binds a variable (`all`, `exists`, `exists_one`, `map`, `filter`, their
+ * two-variable forms, `sortBy`, `optMap`, `optFlatMap`: see `outlineExpression`). Allowed:
+ * `has()`, a presence test on one field (the RFC's way to read an optional field without
+ * an evaluation error), and function calls (string functions and the like), which do not
+ * loop over the source. `onRemoval.safe` is not a mapping and keeps every macro: the RFC's
+ * own `safe` tests its conditions with `exists()`.
+ *
+ * Read from the parsed expression, never its text: a field named `map` or a string
+ * `"exists("` is no loop.
+ */
+function mappingLeafProblems(path: string, expression: string): string[] {
+  const outline = outlineExpression(expression);
+  // The leaf compiled, so it parses; an outline that fails anyway refuses rather than allows.
+  if (!outline.ok) return [`${path}: ${formatCelError(outline.error)}`];
+  return outline.value.comprehensions.map(
+    (m) =>
+      `${path}: ${m.macro}() at ${m.position.line}:${m.position.column} loops over a collection: refused by RFC 0002 D4, a mapping reads fields and chooses with operators and the ternary, it does not loop`,
+  );
+}
+
+/**
+ * The fields of a Kubernetes object that no update can change: the name and namespace
+ * (the object's key), the UID, and its kind and apiVersion (a request for another one is
+ * a request for another object). Everything else, labels, annotations, `generateName` and
+ * the spec included, can change under the same object.
+ */
+const IMMUTABLE_SOURCE_FIELDS: readonly string[] = [
+  'metadata.name',
+  'metadata.namespace',
+  'metadata.uid',
+  'kind',
+  'apiVersion',
+];
+
+/**
+ * The target's name is immutable by construction (RFC 0002: a change is a Conflict, never
+ * a rename): a name leaf may read only {@link IMMUTABLE_SOURCE_FIELDS} of the source, down
+ * their full path. A read of the whole source, a dynamic index (`source["spec"]`) or a
+ * `has()` of a mutable field is refused like a read of that field: its value could change.
+ */
+function nameLeafProblems(expression: string): string[] {
+  const outline = outlineExpression(expression);
+  if (!outline.ok) return [`target.name: ${formatCelError(outline.error)}`];
+  const mutable = new Set<string>();
+  for (const r of outline.value.reads) {
+    if (r.variable !== 'source') continue;
+    const field = r.path.join('.');
+    if (!IMMUTABLE_SOURCE_FIELDS.includes(field)) mutable.add(['source', ...r.path].join('.'));
+  }
+  const allowed = IMMUTABLE_SOURCE_FIELDS.map((f) => `source.${f}`);
+  return [...mutable].map(
+    (read) =>
+      `target.name: reads ${read}, which can change: the target would have to be renamed, and weebo-link never renames one. The name may read only ${allowed.slice(0, -1).join(', ')} and ${allowed.at(-1)}`,
+  );
 }
 
 /** The node at a field path inside an object node, if the mapping states it. */
