@@ -128,8 +128,18 @@ describe('bad input', () => {
     await waitState(env, mail, 'bob', 'Linked');
   });
 
-  it('a removed rule triggers nothing on its targets, which count as orphans', async (t) => {
-    const { auth, mail, system } = await linkNamespaces(env, t);
+  it('a removed rule triggers nothing on its targets, which count as orphans where a rule still watches', async (t) => {
+    const { auth, mail, system, rule } = await linkNamespaces(env, t);
+    // A second rule on the same target kind and namespace: weebo-link keeps watching there
+    // (and the chart keeps its Role) once the first rule is removed.
+    const kept = exampleRules({ sourceNamespace: auth, targetNamespace: mail, name: 'kept' })
+      .replace('header: stalwart', 'header: other')
+      .replace(/^links:\n/, '');
+    await writeRules(
+      env.admin,
+      system,
+      `${exampleRules({ sourceNamespace: auth, targetNamespace: mail, name: rule })}${kept}`,
+    );
     await startStalwart(env, t, mail);
     const link = await startLink(env, t, system);
     await env.admin.create(authentikUser('alice', auth));
@@ -140,8 +150,10 @@ describe('bad input', () => {
       'Linked',
       (a) => a.status?.conditions?.[0]?.status === 'True',
     );
-    await writeRules(env.admin, system, 'links: []\n');
-    await eventually('the rule stopped', async () => (link.rules.rules.size === 0 ? true : undefined));
+    await writeRules(env.admin, system, `links:\n${kept}`);
+    await eventually('the rule stopped', async () =>
+      link.rules.rules.size === 1 && !link.rules.rules.has(rule) ? true : undefined,
+    );
     await env.admin.delete(AUTHENTIK_USER, 'alice', auth);
     await eventually('an orphan counted', async () =>
       (await metricValue(link.manager, 'weebo_link_links_orphan_targets')) >= 1 ? true : undefined,

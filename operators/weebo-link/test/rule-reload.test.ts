@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { type TestEnv, testEnv } from '@operators/controlplane/testing';
+import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import { exampleRules } from '../src/example-rules.ts';
 import { AUTHENTIK_USER, authentikUser, TEST_CRDS } from '../src/testkit/crds.ts';
 import {
@@ -89,5 +89,33 @@ describe('a rules edit on a running weebo-link', () => {
     assert.equal(link.manager, manager);
     assert.ok(runningRule().includes('"safe":{"cel":"target.spec.state == \\"Locked\\""}'), runningRule());
     assert.equal(await metricSample(manager, 'weebo_link_links_rule_errors', { link: rule }), 0);
+  });
+
+  it('namespaces dropped from the rules are no longer listed or watched, and the process stays ready', async (t) => {
+    const { auth, mail, system } = await linkNamespaces(env, t);
+    const auth2 = await env.namespace(t, 'auth');
+    const mail2 = await env.namespace(t, 'mail');
+    const link = await startLink(env, t, system);
+    await env.admin.create(authentikUser('alice', auth));
+    await waitState(env, mail, 'alice', 'Linked');
+    const watched = (ns: string): string[] =>
+      link.manager.cache
+        .health()
+        .map((h) => h.name)
+        .filter((n) => n.includes(ns));
+    // The informers' names carry their namespace: the check below can see one left behind.
+    assert.ok(
+      watched(mail).length > 0 && watched(auth).length > 0,
+      JSON.stringify(link.manager.cache.health()),
+    );
+
+    // The rule moves to other namespaces (as the chart's RBAC would, its Roles for the old ones gone).
+    await writeRules(env.admin, system, exampleRules({ sourceNamespace: auth2, targetNamespace: mail2 }));
+    await env.admin.create(authentikUser('bob', auth2));
+    await waitState(env, mail2, 'bob', 'Linked');
+    await eventually(`no informer left in ${auth} or ${mail}`, async () =>
+      watched(mail).length === 0 && watched(auth).length === 0 ? true : undefined,
+    );
+    assert.deepEqual(link.manager.readiness(), { ready: true, detail: [] });
   });
 });

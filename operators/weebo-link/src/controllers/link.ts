@@ -22,6 +22,7 @@ import {
   type Predicate,
   type ReconcileResult,
   type Reflector,
+  type Store,
   TerminalError,
 } from '@operators/kit';
 import {
@@ -58,7 +59,7 @@ export interface LinkOptions {
  * weebo-link's RBAC is: a cluster-wide list would be forbidden (RFC 0002, Sécurité).
  */
 export function targetInformer(manager: Manager, rule: Pick<Rule, 'target'>): Reflector<KubeObject> {
-  return manager.cache.informer(
+  return manager.cache.acquire(
     { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
     // managedFields kept: drift is judged on the fields weebo-link's field manager owns,
     // so that a field dropped from a mapping is released (lifecycle.ts).
@@ -76,7 +77,7 @@ export function targetInformer(manager: Manager, rule: Pick<Rule, 'target'>): Re
  * asks the server instead.
  */
 export function targetNamesInformer(manager: Manager, rule: Pick<Rule, 'target'>): Reflector<KubeObject> {
-  return manager.cache.informer(
+  return manager.cache.acquire(
     { apiVersion: rule.target.apiVersion, kind: rule.target.kind },
     unlabelledNames(rule),
   );
@@ -139,6 +140,8 @@ export class LinkRuntime {
   private readonly metrics: LinkMetrics;
   private readonly index: SourceIndex;
   private readonly targets: Reflector<KubeObject>;
+  /** Removes this runtime's handlers from the shared source informers. */
+  private readonly unsubscribe: (() => void)[] = [];
   private readonly names: Reflector<KubeObject>;
   private readonly linkedNotice: () => KubeObject | undefined;
   private readonly sources = new Map<string, Reflector<KubeObject>>();
@@ -164,12 +167,12 @@ export class LinkRuntime {
     this.linkedNotice = opts.linkedNotice ?? (() => undefined);
 
     for (const ns of rule.source.namespaces) {
-      const informer = manager.cache.informer(sourceGvk, sourceScope(ns));
+      const informer = manager.cache.acquire(sourceGvk, sourceScope(ns));
       this.sources.set(ns, informer);
       // Seed from what a shared informer already holds, then follow its changes (a new
       // informer's initial state arrives as changes: an unsynced store refuses reads).
       if (informer.store.hasSynced()) for (const o of informer.store.list()) this.index.observe('added', o);
-      informer.onDelta((d) => this.index.observe(d.type, d.object));
+      this.unsubscribe.push(informer.onDelta((d) => this.index.observe(d.type, d.object)));
     }
 
     // The echo of our own settled write brings nothing to decide (own-writes.ts). A
@@ -227,6 +230,18 @@ export class LinkRuntime {
   async stop(): Promise<void> {
     this.index.disposed = true;
     await this.manager.removeController(this.controller, 5_000);
+    // Informers are counted (acquired), not pinned: one no rule uses any more stops, so a
+    // namespace dropped from the rules (and from the chart's RBAC) is no longer listed or
+    // watched, and a refused watch there never holds /readyz down.
+    for (const off of this.unsubscribe) off();
+    await Promise.all(
+      [this.targets, this.names, ...this.sources.values()].map((r) => this.manager.cache.release(r)),
+    );
+  }
+
+  /** The rule's labelled target cache (the metrics count from it). */
+  get targetStore(): Store<KubeObject> {
+    return this.targets.store;
   }
 
   private get targetGvk() {

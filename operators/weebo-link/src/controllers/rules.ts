@@ -12,16 +12,9 @@
  * - Discovery is checked again at every resync, so a target CRD removed while running
  *   refuses its rule (and a CRD back restores it), without touching any target.
  */
-import {
-  ApiErrorReason,
-  EventType,
-  isApiError,
-  type KubeObject,
-  type Manager,
-  type Reflector,
-} from '@operators/kit';
+import { ApiErrorReason, EventType, isApiError, type KubeObject, type Manager } from '@operators/kit';
 import { type CompiledRules, loadRules, type Rule, type RuleError } from '../domain/index.ts';
-import { LinkRuntime, targetInformer } from './link.ts';
+import { LinkRuntime } from './link.ts';
 import { type LinkMetrics, linkMetrics } from './metrics.ts';
 
 export const RULES_CONFIGMAP = 'weebo-link-rules';
@@ -75,7 +68,6 @@ export class RulesController {
   private readonly opts: RulesOptions;
   private readonly manager: Manager;
   private readonly running = new Map<string, LinkRuntime>();
-  private readonly targetStores = new Map<string, Reflector<KubeObject>>();
   private readonly metrics: LinkMetrics;
   private readonly reported = new Set<string>();
   private readonly configMap: () => KubeObject | undefined;
@@ -85,7 +77,9 @@ export class RulesController {
     this.manager = opts.manager;
     this.metrics = linkMetrics(
       this.manager.registry,
-      () => [...this.targetStores.values()].map((r) => r.store),
+      // The running rules' target caches (one per kind and namespace, shared), synced ones
+      // only: a rule just loaded has its cache filling, and a scrape must not fail for it.
+      () => new Set([...this.running.values()].map((r) => r.targetStore).filter((st) => st.hasSynced())),
       () => new Set(this.running.keys()),
     );
     const name = opts.configMap ?? RULES_CONFIGMAP;
@@ -168,10 +162,6 @@ export class RulesController {
       const old = this.running.get(rule.name);
       if (old && JSON.stringify(old.rule.raw) === JSON.stringify(rule.raw)) continue;
       if (old) await old.stop();
-      this.targetStores.set(
-        `${rule.target.apiVersion}/${rule.target.kind}/${rule.target.namespace}`,
-        targetInformer(this.manager, rule),
-      );
       const runtime = new LinkRuntime({
         manager: this.manager,
         rule,
