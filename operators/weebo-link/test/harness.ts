@@ -136,13 +136,7 @@ export function waitState(
 
 /** The reasons of the Events about an object, oldest first. */
 export async function eventReasons(client: KubeClient, namespace: string, name: string): Promise<string[]> {
-  const { items } = await client.listAll<
-    KubeObject & { reason?: string; regarding?: { name?: string }; eventTime?: string }
-  >({ apiVersion: 'events.k8s.io/v1', kind: 'Event' }, { namespace });
-  return items
-    .filter((e) => e.regarding?.name === name)
-    .sort((a, b) => (a.eventTime ?? '').localeCompare(b.eventTime ?? ''))
-    .map((e) => e.reason ?? '');
+  return (await eventsAbout(client, namespace, name)).map((e) => e.reason);
 }
 
 /** The Events about an object (type, reason, note), oldest first. */
