@@ -11,14 +11,29 @@
  * cross-check (iprange reads `1.2.3` as 1.2.0.3 and `010.0.0.1` as 8.0.0.1, which is
  * precisely what we refuse to do).
  *
- * Run alone: `node bench/gen-blocklist.ts [--out DIR] [--seed N] [--ipv4-lines N] [--ipv6-lines N]`.
+ * Two shapes. `dense` (the default) is the one above, where merging pays: 3M lines give
+ * a few hundred thousand prefixes. `sparse` is what real proxy lists mostly are, lone
+ * addresses that barely merge: most IPv4 lines are distinct /32s (3M lines give about
+ * 1.8M prefixes), most IPv6 lines distinct addresses. There the cost is in sorting and
+ * writing, not in merging. Files: `ipv4.txt`/`ipv6.txt` and `ipv4-sparse.txt`/`ipv6-sparse.txt`.
+ *
+ * Neither shape holds an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`): those read as IPv4,
+ * and the IPv6 lists measure IPv6 (the benchmark checks that none reads as IPv4).
+ *
+ * Run alone: `node bench/gen-blocklist.ts [--shape dense|sparse] [--out DIR] [--seed N]
+ * [--ipv4-lines N] [--ipv6-lines N]`.
  */
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
+/** `dense`: merging pays; `sparse`: lone addresses that barely merge. */
+export type Shape = 'dense' | 'sparse';
+
 export interface GenerateOptions {
   readonly outDir: string;
+  /** Default `dense`. */
+  readonly shape?: Shape;
   readonly seed: number;
   readonly ipv4Lines: number;
   readonly ipv6Lines: number;
@@ -270,7 +285,8 @@ function generateIpv6(path: string, lines: number, r: () => number): ListMeta {
       // Host bits set in a prefix.
       out.write(`${ipv6([...site(), rand16(), rand16(), 0, 0, 1], r)}/56\n`);
     } else if (p < 0.9) {
-      out.write(`::ffff:${ipv4(Math.floor(r() * 2 ** 32))}\n`);
+      // The embedded dotted form, outside ::ffff:0:0/96 (which would read as IPv4).
+      out.write(`::fffe:${ipv4(Math.floor(r() * 2 ** 32))}\n`);
     } else if (p < 0.93) {
       out.write(
         `${ipv6([0x2000 + Math.floor(r() * 0x1000), rand16(), rand16(), rand16(), rand16(), rand16(), rand16(), rand16()], r)}\n`,
@@ -290,17 +306,117 @@ function generateIpv6(path: string, lines: number, r: () => number): ListMeta {
   return { file: path, lines: out.lines, malformedLines: malformed };
 }
 
-/** Writes `ipv4.txt`, `ipv6.txt` and their `.meta.json` into `outDir`. */
+/**
+ * The sparse IPv4 shape: lone addresses spread over a few thousand /16s, so that few
+ * are neighbours; a quarter of the lines repeat a recent one (feeds overlap), one in
+ * twenty names the other half of a recent address's /31 (the only merging there is).
+ */
+function generateSparseIpv4(path: string, lines: number, r: () => number): ListMeta {
+  const out = new LineWriter(path);
+  const malformed: number[] = [];
+  const pool = Array.from({ length: 2000 }, () => (1 + Math.floor(r() * 222)) * 256 + Math.floor(r() * 256));
+  const pooled = (): number => pool[Math.floor(r() * pool.length)]! * 65536 + Math.floor(r() * 65536);
+  const recent = new Uint32Array(4096);
+  let recentCount = 0;
+  const remember = (a: number): number => {
+    recent[recentCount++ & 4095] = a;
+    return a;
+  };
+  const fromRecent = (): number => recent[Math.floor(r() * Math.min(recentCount, 4096))]!;
+  out.write('# proxies seen in the last 7 days, one address per line\n');
+  while (out.lines < lines) {
+    const p = r();
+    if (p < 0.565 || recentCount === 0) {
+      out.write(`${ipv4(remember(pooled()))}\n`);
+    } else if (p < 0.85) {
+      out.write(`${ipv4(fromRecent())}\n`);
+    } else if (p < 0.9) {
+      out.write(`${ipv4((fromRecent() ^ 1) >>> 0)}\n`);
+    } else if (p < 0.96) {
+      out.write(`${ipv4(remember((1 + Math.floor(r() * 223)) * 2 ** 24 + Math.floor(r() * 2 ** 24)))}\n`);
+    } else if (p < 0.97) {
+      out.write(`${ipv4((pooled() >>> 8) << 8)}/24\n`);
+    } else if (p < 0.98) {
+      out.write(`${ipv4(pooled())} # seen ${Math.floor(r() * 100)} times\n`);
+    } else if (p < 0.99) {
+      out.write(`# ${Math.floor(r() * 1e6)} entries from feed ${Math.floor(r() * 40)}\n`);
+    } else if (p < 0.9995) {
+      out.write('\n');
+    } else {
+      const make = MALFORMED_IPV4[Math.floor(r() * MALFORMED_IPV4.length)]!;
+      malformed.push(out.write(make(r) + '\n'));
+    }
+  }
+  out.close();
+  return { file: path, lines: out.lines, malformedLines: malformed };
+}
+
+/**
+ * The sparse IPv6 shape: lone addresses with random interface identifiers under a few
+ * hundred /48s (nothing merges), some repeated, some /64s, written in every valid way.
+ */
+function generateSparseIpv6(path: string, lines: number, r: () => number): ListMeta {
+  const out = new LineWriter(path);
+  const malformed: number[] = [];
+  const sites = Array.from({ length: 300 }, () => [
+    0x2000 + Math.floor(r() * 0x1000),
+    Math.floor(r() * 65536),
+    Math.floor(r() * 65536),
+  ]);
+  const rand16 = (): number => Math.floor(r() * 65536);
+  const site = (): number[] => [...sites[Math.floor(r() * sites.length)]!];
+  const recent: string[] = [];
+  out.write('# IPv6 addresses seen scanning\n');
+  while (out.lines < lines) {
+    const p = r();
+    if (p < 0.7 || recent.length === 0) {
+      const g = [...site(), rand16(), rand16(), rand16(), rand16(), rand16()];
+      if (r() < 0.2) g[5] = 0;
+      const text = ipv6(g, r);
+      if (recent.length < 4096) recent.push(text);
+      else recent[Math.floor(r() * 4096)] = text;
+      out.write(`${text}\n`);
+    } else if (p < 0.85) {
+      out.write(`${recent[Math.floor(r() * recent.length)]}\n`);
+    } else if (p < 0.95) {
+      out.write(`${ipv6([...site(), rand16(), 0, 0, 0, 0], r)}/64\n`);
+    } else if (p < 0.98) {
+      out.write(`# network ${Math.floor(r() * 1e6)}\n`);
+    } else if (p < 0.999) {
+      out.write('\n');
+    } else {
+      const make = MALFORMED_IPV6[Math.floor(r() * MALFORMED_IPV6.length)]!;
+      malformed.push(out.write(make(r) + '\n'));
+    }
+  }
+  out.close();
+  return { file: path, lines: out.lines, malformedLines: malformed };
+}
+
+/** The files of a shape: `ipv4` and `ipv6` for dense (the names the first bench used), `-sparse` after them. */
+export function listName(family: 'ipv4' | 'ipv6', shape: Shape): string {
+  return shape === 'dense' ? family : `${family}-sparse`;
+}
+
+/** Writes the shape's two lists and their `.meta.json` into `outDir`. */
 export function generate(options: GenerateOptions): Generated {
   mkdirSync(options.outDir, { recursive: true });
+  const shape = options.shape ?? 'dense';
   const r = rng(options.seed);
-  const ipv4Meta = generateIpv4(join(options.outDir, 'ipv4.txt'), options.ipv4Lines, r);
-  const ipv6Meta = generateIpv6(join(options.outDir, 'ipv6.txt'), options.ipv6Lines, r);
-  for (const [name, meta] of [
+  const path = (family: 'ipv4' | 'ipv6'): string => join(options.outDir, `${listName(family, shape)}.txt`);
+  const ipv4Meta =
+    shape === 'dense'
+      ? generateIpv4(path('ipv4'), options.ipv4Lines, r)
+      : generateSparseIpv4(path('ipv4'), options.ipv4Lines, r);
+  const ipv6Meta =
+    shape === 'dense'
+      ? generateIpv6(path('ipv6'), options.ipv6Lines, r)
+      : generateSparseIpv6(path('ipv6'), options.ipv6Lines, r);
+  for (const [family, meta] of [
     ['ipv4', ipv4Meta],
     ['ipv6', ipv6Meta],
   ] as const) {
-    writeFileSync(join(options.outDir, `${name}.meta.json`), JSON.stringify(meta));
+    writeFileSync(join(options.outDir, `${listName(family, shape)}.meta.json`), JSON.stringify(meta));
   }
   return { ipv4: ipv4Meta, ipv6: ipv6Meta };
 }
@@ -309,14 +425,20 @@ if (import.meta.main) {
   const { values } = parseArgs({
     options: {
       out: { type: 'string', default: join(import.meta.dirname, 'out') },
+      shape: { type: 'string', default: 'dense' },
       seed: { type: 'string', default: String(DEFAULT_GENERATE.seed) },
       'ipv4-lines': { type: 'string', default: String(DEFAULT_GENERATE.ipv4Lines) },
       'ipv6-lines': { type: 'string', default: String(DEFAULT_GENERATE.ipv6Lines) },
     },
   });
+  if (values.shape !== 'dense' && values.shape !== 'sparse') {
+    process.stderr.write(`--shape is dense or sparse, not "${values.shape}"\n`);
+    process.exit(2);
+  }
   const started = performance.now();
   const g = generate({
     outDir: values.out,
+    shape: values.shape,
     seed: Number(values.seed),
     ipv4Lines: Number(values['ipv4-lines']),
     ipv6Lines: Number(values['ipv6-lines']),

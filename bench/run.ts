@@ -1,7 +1,9 @@
 /**
- * `npm run bench [NAME...]`: runs bench/NAME.bench.ts (all of them without a name), one
- * after the other so they do not compete for the two cores. Each benchmark compares
- * itself with a baseline on this machine and prints the ratio.
+ * `npm run bench [NAME...] [-- --flag value...]`: runs bench/NAME.bench.ts (all of them
+ * without a name), one after the other so they do not compete for the two cores. Each
+ * benchmark compares itself with a baseline on this machine and prints the ratio.
+ * Arguments from the first one starting with `-` on are passed to every benchmark run
+ * (`npm run bench:blocklist -- --runs 7`).
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -12,7 +14,10 @@ const all = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
   .map((f) => f.replace(/\.bench\.ts$/, ''))
   .sort();
-const asked = process.argv.slice(2);
+const args = process.argv.slice(2);
+const firstFlag = args.findIndex((a) => a.startsWith('-'));
+const asked = firstFlag < 0 ? args : args.slice(0, firstFlag);
+const passed = firstFlag < 0 ? [] : args.slice(firstFlag);
 const unknown = asked.filter((a) => !all.includes(a));
 if (unknown.length) {
   process.stderr.write(`no benchmark named ${unknown.join(', ')}; there are: ${all.join(', ')}\n`);
@@ -21,7 +26,7 @@ if (unknown.length) {
 let failed = 0;
 for (const name of asked.length ? asked : all) {
   process.stdout.write(`\n=== ${name} ===\n`);
-  const r = spawnSync(process.execPath, [join(dir, `${name}.bench.ts`)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [join(dir, `${name}.bench.ts`), ...passed], { stdio: 'inherit' });
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

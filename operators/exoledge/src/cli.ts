@@ -13,20 +13,31 @@ import {
   aggregateParsed,
 } from './domain/blocklist/aggregate.ts';
 import { type DropGroup, DropReason } from './domain/blocklist/budget.ts';
-import { fingerprintOfText } from './domain/blocklist/fingerprint.ts';
-import { canonicalText } from './domain/blocklist/format.ts';
-import { BlocklistParser, type ParseResult } from './domain/blocklist/parse.ts';
+import { Fingerprinter } from './domain/blocklist/fingerprint.ts';
+import { canonicalTextPieces } from './domain/blocklist/format.ts';
+import {
+  BlocklistParser,
+  DEFAULT_SHORTEST_PREFIX,
+  type ParseOptions,
+  type ParseResult,
+  type ShortestPrefix,
+} from './domain/blocklist/parse.ts';
 
-export const USAGE = `usage: exoledge aggregate [--max-entries N] [--min-prefix-length N] [FILE|-]
+export const USAGE = `usage: exoledge aggregate [--max-entries N] [--min-prefix-length N] [--shortest-prefix-ipv4 N] [--shortest-prefix-ipv6 N] [FILE|-]
 
 Reads a blocklist (one IPv4 or IPv6 address or prefix per line, # and ; comments),
 merges it into the fewest prefixes covering exactly the same addresses, applies the
 budget, and prints the result, one prefix per line. A summary goes to standard error.
+An IPv4-mapped IPv6 entry (::ffff:1.2.3.4) is read as the IPv4 address it maps.
 
   FILE                     the list to read; - or nothing reads standard input
   --max-entries N          keep at most N prefixes (N >= 1), dropping the most specific first
   --min-prefix-length N    drop IPv4 prefixes longer than /N (0-32), lone addresses included,
                            and IPv6 prefixes longer than /N+96
+  --shortest-prefix-ipv4 N refuse IPv4 prefixes shorter than /N (0-32, default 8): a
+                           0.0.0.0/0 in a list would block everyone; refused lines are
+                           reported like malformed ones
+  --shortest-prefix-ipv6 N the same for IPv6 (0-128, default 32)
   -h, --help               print this help
   --version                print exoledge's version
 
@@ -43,7 +54,7 @@ export const ExitCode = {
   Usage: 2,
 } as const;
 
-/** How many malformed lines the summary shows one by one; the count is always exact. */
+/** How many malformed (and refused) lines the summary shows one by one; the counts are always exact. */
 export const MALFORMED_SHOWN = 10;
 
 /** A command line we refuse: the message says what to change. */
@@ -70,7 +81,8 @@ interface AggregateCommand {
   readonly kind: 'aggregate';
   /** `-` for standard input. */
   readonly source: string;
-  readonly options: AggregateOptions;
+  /** `shortestPrefix` always set: the defaults are the operator's. */
+  readonly options: AggregateOptions & { readonly shortestPrefix: ShortestPrefix };
 }
 type Command = AggregateCommand | { readonly kind: 'help' } | { readonly kind: 'version' };
 
@@ -95,12 +107,21 @@ function parseCommandLine(argv: readonly string[]): Command {
   const source = positionals[0] ?? '-';
   const maxEntries = integerOption('max-entries', values['max-entries'], 1, Number.MAX_SAFE_INTEGER);
   const minPrefixLength = integerOption('min-prefix-length', values['min-prefix-length'], 0, 32);
+  const shortestPrefix: ShortestPrefix = {
+    ipv4:
+      integerOption('shortest-prefix-ipv4', values['shortest-prefix-ipv4'], 0, 32) ??
+      DEFAULT_SHORTEST_PREFIX.ipv4,
+    ipv6:
+      integerOption('shortest-prefix-ipv6', values['shortest-prefix-ipv6'], 0, 128) ??
+      DEFAULT_SHORTEST_PREFIX.ipv6,
+  };
   return {
     kind: 'aggregate',
     source,
     options: {
       ...(maxEntries === undefined ? {} : { maxEntries }),
       ...(minPrefixLength === undefined ? {} : { minPrefixLength }),
+      shortestPrefix,
     },
   };
 }
@@ -113,6 +134,8 @@ function parseAggregateArgs(args: string[]) {
     options: {
       'max-entries': { type: 'string' },
       'min-prefix-length': { type: 'string' },
+      'shortest-prefix-ipv4': { type: 'string' },
+      'shortest-prefix-ipv6': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -126,10 +149,10 @@ function parseAggregateArgs(args: string[]) {
  */
 const READ_CHUNK = 256 * 1024;
 
-function parseFile(path: string): ParseResult {
+function parseFile(path: string, options: ParseOptions): ParseResult {
   const fd = openSync(path, 'r');
   try {
-    const parser = new BlocklistParser({ expectedBytes: fstatSync(fd).size });
+    const parser = new BlocklistParser({ ...options, expectedBytes: fstatSync(fd).size });
     const buffer = Buffer.allocUnsafeSlow(READ_CHUNK);
     for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) parser.push(buffer.subarray(0, n));
     return parser.finish();
@@ -138,8 +161,8 @@ function parseFile(path: string): ParseResult {
   }
 }
 
-async function parseStream(stream: NodeJS.ReadableStream): Promise<ParseResult> {
-  const parser = new BlocklistParser();
+async function parseStream(stream: NodeJS.ReadableStream, options: ParseOptions): Promise<ParseResult> {
+  const parser = new BlocklistParser(options);
   for await (const chunk of stream) parser.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return parser.finish();
 }
@@ -164,13 +187,13 @@ function summarise(
   result: AggregateResult,
   digest: string,
 ): string {
-  const { counts, malformed, normalised } = result.parse;
+  const { counts, malformed, normalised, tooShort } = result.parse;
   const { kept, drops } = result.budget;
   const lines: string[] = [];
   const name = source === '-' ? 'standard input' : source;
   lines.push(
     `${name}: ${counts.lines} lines: ${counts.ipv4 + counts.ipv6} entries (${counts.ipv4} IPv4, ${counts.ipv6} IPv6), ` +
-      `${counts.comments} comments, ${counts.blank} blank, ${counts.malformed} malformed`,
+      `${counts.comments} comments, ${counts.blank} blank, ${counts.malformed} malformed, ${counts.tooShort} refused`,
   );
   if (counts.malformed > 0) {
     lines.push(`malformed: ${counts.malformed} lines refused (never read as some other address):`);
@@ -180,15 +203,27 @@ function summarise(
     const shown = Math.min(MALFORMED_SHOWN, malformed.length);
     if (counts.malformed > shown) lines.push(`  and ${counts.malformed - shown} more`);
   }
+  if (counts.tooShort > 0) {
+    const { ipv4, ipv6 } = command.options.shortestPrefix;
+    lines.push(
+      `refused: ${counts.tooShort} prefixes shorter than /${ipv4} (IPv4) or /${ipv6} (IPv6), ` +
+        'never published (--shortest-prefix-ipv4, --shortest-prefix-ipv6):',
+    );
+    for (const t of tooShort.slice(0, MALFORMED_SHOWN)) {
+      lines.push(`  line ${t.line}: ${JSON.stringify(t.text)}: read as ${t.prefix}`);
+    }
+    const shown = Math.min(MALFORMED_SHOWN, tooShort.length);
+    if (counts.tooShort > shown) lines.push(`  and ${counts.tooShort - shown} more`);
+  }
   if (counts.normalised > 0) {
     const first = normalised[0];
     const example =
       first === undefined ? '' : `, e.g. line ${first.line}: ${first.text} read as ${first.prefix}`;
     lines.push(`host bits normalised: ${counts.normalised} prefixes${example}`);
   }
-  const merged = result.merged.ipv4.addresses.length + result.merged.ipv6.addresses.length;
+  const merged = result.merged.ipv4.lengths.length + result.merged.ipv6.lengths.length;
   lines.push(`merged: ${counts.ipv4 + counts.ipv6} entries into ${merged} prefixes`);
-  const published = kept.ipv4.addresses.length + kept.ipv6.addresses.length;
+  const published = kept.ipv4.lengths.length + kept.ipv6.lengths.length;
   if (merged === published) {
     lines.push('dropped: none');
   } else {
@@ -209,7 +244,7 @@ function summarise(
     }
   }
   lines.push(
-    `published: ${published} prefixes (${kept.ipv4.addresses.length} IPv4, ${kept.ipv6.addresses.length} IPv6), ` +
+    `published: ${published} prefixes (${kept.ipv4.lengths.length} IPv4, ${kept.ipv6.lengths.length} IPv6), ` +
       `sha256 ${digest}`,
   );
   return lines.join('\n') + '\n';
@@ -257,15 +292,33 @@ async function runAggregate(command: AggregateCommand, io: Io): Promise<number> 
   }
   let parsed: ParseResult;
   try {
-    parsed = command.source === '-' ? await parseStream(io.stdin) : parseFile(command.source);
+    parsed =
+      command.source === '-'
+        ? await parseStream(io.stdin, command.options)
+        : parseFile(command.source, command.options);
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     io.stderr.write(`exoledge: cannot read ${command.source}: ${reason}\n`);
     return ExitCode.InputError;
   }
   const result = aggregateParsed(parsed, command.options);
-  const text = canonicalText(result.budget.kept);
-  io.stdout.write(text);
-  io.stderr.write(summarise(command.source, command, result, fingerprintOfText(text)));
+  // Printed and hashed piece by piece through one reused buffer, rather than built
+  // whole: 25 MB of fresh memory costs more than formatting it (a page fault per 4 KiB).
+  const fingerprint = new Fingerprinter();
+  for (const piece of canonicalTextPieces(result.budget.kept)) {
+    fingerprint.update(piece);
+    await written(io.stdout, piece);
+  }
+  io.stderr.write(summarise(command.source, command, result, fingerprint.digest()));
   return ExitCode.Ok;
+}
+
+/**
+ * Writes `piece` and resolves once the stream is done with it, so that its buffer may be
+ * reused: a stream may keep a reference to what it was given until then.
+ */
+function written(stream: NodeJS.WritableStream, piece: Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.write(piece, (error) => (error ? reject(error) : resolve()));
+  });
 }

@@ -12,6 +12,7 @@ import { BLOCKLIST_SOURCE } from './api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY } from './api/cilium.ts';
 import { packageVersion } from './cli.ts';
 import { DEFAULT_FETCH_LIMITS } from './controllers/blocklist-source.ts';
+import { DEFAULT_SHORTEST_PREFIX } from './domain/blocklist/index.ts';
 import { parseDuration } from './domain/blocklist-source/index.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
 
@@ -29,6 +30,9 @@ export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
   --fetch-timeout DURATION          (EXOLEDGE_FETCH_TIMEOUT) one read of a list, all included; default 2m
   --max-list-bytes N                (EXOLEDGE_MAX_LIST_BYTES) largest list accepted, decoded; default 268435456
   --extra-ca FILE                   (EXOLEDGE_EXTRA_CA) PEM CAs trusted for https lists besides the system's
+  --shortest-prefix-ipv4 N          (EXOLEDGE_SHORTEST_PREFIX_IPV4) IPv4 prefixes shorter than /N in a list
+                                    are refused, never published; 0 to 32, default ${DEFAULT_SHORTEST_PREFIX.ipv4}
+  --shortest-prefix-ipv6 N          (EXOLEDGE_SHORTEST_PREFIX_IPV6) the same for IPv6; 0 to 128, default ${DEFAULT_SHORTEST_PREFIX.ipv6}
   -h, --help                        print this help
   --version                         print exoledge's version
 
@@ -45,6 +49,13 @@ function portOf(flag: string, text: string | number): number {
   const port = Number(text);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`${flag}: not a port: ${text}`, 2);
   return port;
+}
+
+/** A prefix length from a flag or its variable: an integer from 0 to `bits`, else exit 2. */
+function prefixLengthOf(flag: string, text: string, bits: number): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > bits) fail(`${flag}: not a prefix length from 0 to ${bits}: ${text}`, 2);
+  return n;
 }
 
 function parseFlags() {
@@ -69,6 +80,8 @@ function parseFlagsStrictly() {
       'fetch-timeout': { type: 'string' },
       'max-list-bytes': { type: 'string' },
       'extra-ca': { type: 'string' },
+      'shortest-prefix-ipv4': { type: 'string' },
+      'shortest-prefix-ipv6': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -101,6 +114,22 @@ async function main(): Promise<void> {
   );
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) fail(`--max-list-bytes: not a positive integer`, 2);
   const caFile = values['extra-ca'] ?? env.EXOLEDGE_EXTRA_CA;
+  const shortestPrefix = {
+    ipv4: prefixLengthOf(
+      '--shortest-prefix-ipv4',
+      values['shortest-prefix-ipv4'] ??
+        env.EXOLEDGE_SHORTEST_PREFIX_IPV4 ??
+        String(DEFAULT_SHORTEST_PREFIX.ipv4),
+      32,
+    ),
+    ipv6: prefixLengthOf(
+      '--shortest-prefix-ipv6',
+      values['shortest-prefix-ipv6'] ??
+        env.EXOLEDGE_SHORTEST_PREFIX_IPV6 ??
+        String(DEFAULT_SHORTEST_PREFIX.ipv6),
+      128,
+    ),
+  };
   const deciderNamespace =
     values['decider-namespace'] ?? env.EXOLEDGE_DECIDER_NAMESPACE ?? DEFAULT_DECIDER_NAMESPACE;
   const leaderElectionNamespace =
@@ -134,11 +163,12 @@ async function main(): Promise<void> {
       : { port: metricsPort },
     registry,
     fetch: { timeoutMs, maxBytes, ...(caFile ? { ca: readFileSync(caFile, 'utf8') } : {}) },
+    shortestPrefix,
   });
   manager.installSignalHandlers();
   await manager.start();
   manager.log.info(
-    { deciderNamespace, leaderElectionNamespace, healthPort, metricsPort, secureMetrics },
+    { deciderNamespace, leaderElectionNamespace, healthPort, metricsPort, secureMetrics, shortestPrefix },
     'exoledge operator started',
   );
 }

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { fetchList } from '../src/source/fetch-list.ts';
 
 const LIMITS = { maxBytes: 1 << 20, timeoutMs: 5000 };
@@ -78,6 +78,45 @@ describe('reading a list', () => {
     assert.equal(ok.kind === 'Read' && ok.parse.counts.ipv4, 20_000);
     const bomb = await fetchList(`${base}/`, { ...LIMITS, maxBytes: 100_000 });
     assert.equal(bomb.kind === 'Failed' && bomb.reason, 'TooLarge');
+  });
+
+  it('refuses a Content-Encoding it did not ask for as UnsupportedEncoding, not as an HTTP status', async () => {
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'zstd' }).end('not zstd either');
+    });
+    const r = await fetchList(`${base}/`, LIMITS);
+    assert.equal(r.kind === 'Failed' && r.reason, 'UnsupportedEncoding');
+    assert.match(r.kind === 'Failed' ? r.message : '', /Content-Encoding zstd/);
+  });
+
+  it('reports a truncated or corrupt gzip, deflate or br body as CorruptBody, not as Unreachable', async () => {
+    const list = Buffer.from('10.0.0.1\n'.repeat(5000));
+    const half = (b: Buffer): Buffer => b.subarray(0, b.length >> 1);
+    const bodies: Record<string, [string, Buffer]> = {
+      '/gzip-truncated': ['gzip', half(gzipSync(list))],
+      '/deflate-truncated': ['deflate', half(deflateSync(list))],
+      '/br-truncated': ['br', half(brotliCompressSync(list))],
+      '/gzip-garbage': ['gzip', Buffer.from('<html>this is not gzip</html>')],
+      '/br-garbage': ['br', Buffer.from('<html>this is not brotli</html>')],
+    };
+    const base = await serve((req, res) => {
+      const [encoding, body] = bodies[req.url ?? ''] ?? ['identity', Buffer.alloc(0)];
+      res.writeHead(200, { 'content-encoding': encoding, 'content-length': String(body.length) }).end(body);
+    });
+    for (const path of Object.keys(bodies)) {
+      const r = await fetchList(`${base}${path}`, LIMITS);
+      assert.equal(r.kind === 'Failed' && r.reason, 'CorruptBody', path);
+      assert.match(r.kind === 'Failed' ? r.message : '', /does not decode/, path);
+    }
+  });
+
+  it('still reports a connection cut in the middle of a compressed body as Unreachable', async () => {
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip' });
+      res.write(gzipSync(Buffer.from('10.0.0.1\n'.repeat(50_000))).subarray(0, 300), () => res.destroy());
+    });
+    const r = await fetchList(`${base}/`, LIMITS);
+    assert.equal(r.kind === 'Failed' && r.reason, 'Unreachable');
   });
 
   it('refuses an announced oversize list before reading it, and an unannounced one as it grows', async () => {

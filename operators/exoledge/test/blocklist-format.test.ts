@@ -22,6 +22,23 @@ const groups = fc.array(
   { minLength: 8, maxLength: 8 },
 );
 
+/**
+ * RFC 5952 section 4, the plain way, as the oracle: lower-case hex without leading
+ * zeros; the longest run of two or more zero groups (the first on a tie) as `::`.
+ */
+function plainRfc5952(gs: readonly number[]): string {
+  let best: [number, number] | undefined;
+  for (let i = 0; i < 8; i++) {
+    let j = i;
+    while (j < 8 && gs[j] === 0) j++;
+    if (j - i >= 2 && (best === undefined || j - i > best[1] - best[0])) best = [i, j];
+  }
+  const hex = gs.map((g) => g.toString(16));
+  return best === undefined
+    ? hex.join(':')
+    : `${hex.slice(0, best[0]).join(':')}::${hex.slice(best[1]).join(':')}`;
+}
+
 function addressOf(gs: readonly number[]): bigint {
   return gs.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
 }
@@ -37,29 +54,40 @@ describe('format: RFC 5952', () => {
       ['0:0:0:0:0:0:0:0', '::'],
       ['0:0:0:0:0:0:0:1', '::1'],
       ['1:0:0:0:0:0:0:0', '1::'],
-      ['::ffff:192.0.2.1', '::ffff:c000:201'],
+      ['2001:db8:0:0:0:0:2:1', '2001:db8::2:1'],
+      ['2001:db8::0:1', '2001:db8::1'],
+      ['2001:0:0:0:1:0:0:0', '2001::1:0:0:0'],
+      ['2001:db8:aaaa:bbbb:cccc:dddd:eeee:AAAA', '2001:db8:aaaa:bbbb:cccc:dddd:eeee:aaaa'],
+      ['0:0:1:0:0:0:1:0', '0:0:1::1:0'],
+      ['::ffff:0:0:1', '::ffff:0:0:1'],
     ];
     for (const [input, text] of cases) assert.deepEqual(canonical(input), [`${text}/128`], input);
   });
 
+  it('writes an IPv4-mapped address as the IPv4 address it is, never as ::ffff:…', () => {
+    // RFC 5952 section 5 would write ::ffff:192.0.2.1; we read it as 192.0.2.1, so it
+    // never reaches the IPv6 writer.
+    assert.deepEqual(canonical('::ffff:192.0.2.1\n::ffff:c000:200/120\n'), ['192.0.2.1/32', '192.0.2.0/24']);
+  });
+
   it('is lower case, without leading zeros, compressing the first longest run of two or more zero groups', () => {
     fc.assert(
-      fc.property(groups, (gs) => {
+      fc.property(groups, fc.integer({ min: 0, max: 128 }), (gs, length) => {
         const text = formatIpv6(addressOf(gs));
-        // The run to compress, found the plain way.
-        let best: [number, number] | undefined;
-        for (let i = 0; i < 8; i++) {
-          let j = i;
-          while (j < 8 && gs[j] === 0) j++;
-          if (j - i >= 2 && (best === undefined || j - i > best[1] - best[0])) best = [i, j];
-        }
-        const hex = gs.map((g) => g.toString(16));
-        const want =
-          best === undefined
-            ? hex.join(':')
-            : `${hex.slice(0, best[0]).join(':')}::${hex.slice(best[1]).join(':')}`;
+        const want = plainRfc5952(gs);
         assert.equal(text, want);
-        assert.deepEqual(canonical(text), [`${text}/128`]);
+        // The writer the CLI and the shards use, not only the string formatter.
+        const network = (addressOf(gs) >> BigInt(128 - length)) << BigInt(128 - length);
+        const networkGroups = Array.from({ length: 8 }, (_, i) =>
+          Number((network >> BigInt(112 - 16 * i)) & 0xffffn),
+        );
+        assert.equal(
+          canonicalText(prefixListOf([{ family: 'ipv6', address: network, length }])).toString('latin1'),
+          `${plainRfc5952(networkGroups)}/${length}\n`,
+        );
+        if (!(gs.slice(0, 5).every((g) => g === 0) && gs[5] === 0xffff)) {
+          assert.deepEqual(canonical(text), [`${text}/128`]);
+        }
       }),
       { numRuns: 1000 },
     );

@@ -6,7 +6,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { canonicalStrings, merge, type Prefix, parseBlocklist, prefixCount } from '../src/index.ts';
+import { sortIpv4, sortIpv6 } from '../src/domain/blocklist/sort.ts';
+import {
+  canonicalStrings,
+  merge,
+  type Prefix,
+  parseBlocklist,
+  prefixCount,
+  prefixesOf,
+  prefixListOf,
+} from '../src/index.ts';
 import {
   coversWhole,
   crowdedMixedPrefixes,
@@ -169,7 +178,81 @@ describe('merge: examples', () => {
     assert.deepEqual(mergedStrings('::/1\n8000::/1\n'), ['::/0']);
   });
 
+  it('an IPv4-mapped IPv6 entry merges with the IPv4 addresses it names, and is written as IPv4', () => {
+    assert.deepEqual(mergedStrings('1.2.3.4\n::ffff:1.2.3.4\n'), ['1.2.3.4/32']);
+    assert.deepEqual(mergedStrings('1.2.3.0/25\n::ffff:1.2.3.128/121\n2001:db8::1\n'), [
+      '1.2.3.0/24',
+      '2001:db8::1/128',
+    ]);
+  });
+
   it('an empty list merges to an empty list', () => {
     assert.equal(prefixCount(merge(parseBlocklist('# nothing\n').entries)), 0);
+  });
+});
+
+describe('sort: large lists, every bucket size', () => {
+  // Merge's property tests use short lists; the radix sorts switch methods with bucket
+  // size (insertion, counting passes, skipped shared bytes), so these draw thousands of
+  // addresses into a few /16s (IPv4) or one /48 (IPv6), checked against Array#sort.
+  it('orders IPv4 like a comparison sort, lengths travelling with their addresses', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0, max: 32 })), {
+          minLength: 200,
+          maxLength: 3000,
+          size: 'max',
+        }),
+        (highs, draws) => {
+          const prefixes: Prefix[] = draws.map(([h, low, length]) => {
+            const a = (highs[h % highs.length]! * 65536 + low) >>> 0;
+            const size = 2 ** (32 - length);
+            return { family: 'ipv4', address: Math.floor(a / size) * size, length };
+          });
+          const sorted = [
+            ...prefixesOf({ ipv4: sortIpv4(prefixListOf(prefixes).ipv4), ipv6: prefixListOf([]).ipv6 }),
+          ];
+          const key = (p: Prefix): string => `${p.address}/${p.length}`;
+          assert.deepEqual(
+            sorted.map((p) => Number(p.address)),
+            prefixes.map((p) => Number(p.address)).sort((a, b) => a - b),
+          );
+          assert.deepEqual(sorted.map(key).sort(), prefixes.map(key).sort());
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('orders IPv6 like a comparison sort of bigints', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.bigInt({ min: 0n, max: (1n << 80n) - 1n }), fc.integer({ min: 48, max: 128 })), {
+          minLength: 200,
+          maxLength: 2000,
+          size: 'max',
+        }),
+        fc.bigInt({ min: 0n, max: (1n << 48n) - 1n }),
+        (draws, site) => {
+          const prefixes: Prefix[] = draws.map(([low, length]) => {
+            const size = 1n << BigInt(128 - length);
+            return { family: 'ipv6', address: (((site << 80n) | low) / size) * size, length };
+          });
+          const list = prefixListOf(prefixes);
+          const sorted = [...prefixesOf({ ipv4: list.ipv4, ipv6: sortIpv6(list.ipv6) })];
+          const byAddress = [...prefixes].sort((a, b) =>
+            a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
+          );
+          assert.deepEqual(
+            sorted.map((p) => p.address),
+            byAddress.map((p) => p.address),
+          );
+          const key = (p: Prefix): string => `${p.address}/${p.length}`;
+          assert.deepEqual(sorted.map(key).sort(), prefixes.map(key).sort());
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 });

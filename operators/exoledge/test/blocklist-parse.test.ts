@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import {
   BlocklistParser,
   canonicalStrings,
+  DEFAULT_SHORTEST_PREFIX,
   formatIpv4,
   formatIpv6,
   formatPrefix,
@@ -67,7 +68,10 @@ const ipv6Entry = fc
     dotted: fc.boolean(),
     compressPick: fc.nat(),
   })
-  .map(({ groups, length, bare, pads, upper, dotted, compressPick }) => {
+  .map(({ groups: drawn, length, bare, pads, upper, dotted, compressPick }) => {
+    // An IPv4-mapped address (::ffff:0:0/96) reads as IPv4: it has tests of its own.
+    const mapped = drawn.slice(0, 5).every((g) => g === 0) && drawn[5] === 0xffff;
+    const groups = mapped ? [...drawn.slice(0, 5), 0xfffe, ...drawn.slice(6)] : drawn;
     // With a dotted tail, the last two groups are the IPv4 part and `::` must end before it.
     const last = dotted ? 6 : 8;
     const runs: [number, number][] = [];
@@ -427,6 +431,120 @@ describe('parse: the seed rules, by example', () => {
     const r = parseBlocklist('x'.repeat(10_000));
     assert.ok((r.malformed[0]?.text.length ?? 0) <= 121);
   });
+  it('reads an IPv4-mapped IPv6 address as the IPv4 address it maps, dotted or in hex', () => {
+    const r = parseBlocklist('::ffff:1.2.3.4\n::FFFF:0102:0305\n0:0:0:0:0:ffff:1.2.3.6/128\n');
+    assert.deepEqual(entries(r), ['1.2.3.4/32', '1.2.3.5/32', '1.2.3.6/32']);
+    assert.deepEqual([r.counts.ipv4, r.counts.ipv6, r.counts.malformed], [3, 0, 0]);
+  });
+
+  it('reads a mapped prefix of /96 or longer as the IPv4 prefix of length - 96, host bits reported', () => {
+    const r = parseBlocklist(
+      '::ffff:1.2.3.0/120\n::ffff:10.0.0.0/104\n::ffff:1.2.3.77/120\n::ffff:0.0.0.0/96\n',
+    );
+    assert.deepEqual(entries(r), ['1.2.3.0/24', '10.0.0.0/8', '1.2.3.0/24', '0.0.0.0/0']);
+    assert.deepEqual(r.normalised, [{ line: 3, text: '::ffff:1.2.3.77/120', prefix: '1.2.3.0/24' }]);
+  });
+
+  it('keeps a mapped prefix shorter than /96, and the neighbours of ::ffff:0:0/96, as IPv6', () => {
+    const r = parseBlocklist('::ffff:0:0/95\n::fffe:1.2.3.4\n::1:ffff:1.2.3.4\n::1.2.3.4\n');
+    assert.deepEqual(entries(r), [
+      '::fffe:0:0/95',
+      '::fffe:102:304/128',
+      '::1:ffff:102:304/128',
+      '::102:304/128',
+    ]);
+    assert.deepEqual([r.counts.ipv4, r.counts.ipv6], [0, 4]);
+  });
+});
+
+describe('parse: the shortest prefix accepted', () => {
+  const floors = { shortestPrefix: DEFAULT_SHORTEST_PREFIX };
+
+  it('is /8 for IPv4 and /32 for IPv6 by default', () => {
+    assert.deepEqual(DEFAULT_SHORTEST_PREFIX, { ipv4: 8, ipv6: 32 });
+  });
+
+  it('refuses 0.0.0.0/0, ::/0 and anything under the floor, reports each line, publishes the rest', () => {
+    const r = parseBlocklist(
+      '0.0.0.0/0\n1.2.3.4\n::/0 # everything\n1.0.0.0/7\n2001:db8::/31\n10.0.0.0/8\n2001:db8::/32\n  128.0.0.0/1	\n::ffff:0.0.0.0/96\n',
+      floors,
+    );
+    assert.deepEqual(entries(r), ['1.2.3.4/32', '10.0.0.0/8', '2001:db8::/32']);
+    assert.deepEqual(r.tooShort, [
+      { line: 1, text: '0.0.0.0/0', prefix: '0.0.0.0/0' },
+      { line: 3, text: '::/0 # everything', prefix: '::/0' },
+      { line: 4, text: '1.0.0.0/7', prefix: '0.0.0.0/7' },
+      { line: 5, text: '2001:db8::/31', prefix: '2001:db8::/31' },
+      { line: 8, text: '128.0.0.0/1', prefix: '128.0.0.0/1' },
+      { line: 9, text: '::ffff:0.0.0.0/96', prefix: '0.0.0.0/0' },
+    ]);
+    assert.deepEqual(
+      [r.counts.tooShort, r.counts.malformed, r.counts.ipv4, r.counts.ipv6, r.counts.normalised],
+      [6, 0, 2, 1, 0],
+    );
+  });
+
+  it('refuses nothing for its length when no floor is given', () => {
+    const r = parseBlocklist('0.0.0.0/0\n::/0\n');
+    assert.deepEqual(entries(r), ['0.0.0.0/0', '::/0']);
+    assert.deepEqual([r.counts.tooShort, r.tooShort.length], [0, 0]);
+  });
+
+  it('counts every refused line but describes only the first detailLimit', () => {
+    const r = parseBlocklist('0.0.0.0/0\n'.repeat(20), { ...floors, detailLimit: 2 });
+    assert.equal(r.counts.tooShort, 20);
+    assert.deepEqual(
+      r.tooShort.map((t) => t.line),
+      [1, 2],
+    );
+  });
+
+  const anyEntry = fc.oneof(ipv4Entry, ipv6Entry);
+  const floor = fc.record({ ipv4: fc.integer({ min: 0, max: 33 }), ipv6: fc.integer({ min: 0, max: 129 }) });
+
+  it('never lets a prefix under the floor into the entries, and every line is counted exactly once', () => {
+    const line = fc.oneof(
+      { weight: 6, arbitrary: anyEntry.map((e) => ({ text: e.text, entry: e })) },
+      { weight: 1, arbitrary: malformed.map((m) => ({ text: m.text, entry: undefined })) },
+      { weight: 1, arbitrary: fc.constantFrom('', '# c', ' ').map((text) => ({ text, entry: undefined })) },
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), floor, (lines, shortestPrefix) => {
+        const r = parseBlocklist(lines.map((l) => `${l.text}\n`).join(''), { shortestPrefix });
+        const under = lines.filter(
+          (l) => l.entry !== undefined && l.entry.length < shortestPrefix[l.entry.family],
+        );
+        const over = lines.filter(
+          (l) => l.entry !== undefined && l.entry.length >= shortestPrefix[l.entry.family],
+        );
+        for (const p of prefixesOf(r.entries))
+          assert.ok(p.length >= shortestPrefix[p.family], formatPrefix(p));
+        assert.equal(r.counts.tooShort, under.length);
+        assert.deepEqual(
+          r.tooShort.map((t) => t.line),
+          lines.flatMap((l, i) => (under.includes(l) ? [i + 1] : [])),
+        );
+        assert.deepEqual(entries(r).sort(), over.map((l) => expected(l.entry!)).sort());
+        const c = r.counts;
+        assert.equal(c.lines, lines.length);
+        assert.equal(c.blank + c.comments + c.ipv4 + c.ipv6 + c.malformed + c.tooShort, c.lines);
+      }),
+      RUNS,
+    );
+  });
+
+  it('the fast path and the general reader refuse the same lines', () => {
+    fc.assert(
+      fc.property(ipv4Entry, floor, (e, shortestPrefix) => {
+        const fast = parseBlocklist(e.text, { shortestPrefix });
+        const general = parseBlocklist(` ${e.text}`, { shortestPrefix });
+        assert.deepEqual(entries(fast), entries(general));
+        assert.equal(fast.counts.tooShort, general.counts.tooShort);
+        assert.equal(fast.counts.tooShort, e.length < shortestPrefix.ipv4 ? 1 : 0);
+      }),
+      RUNS,
+    );
+  });
 });
 
 describe('parse: piece by piece', () => {
@@ -447,7 +565,7 @@ describe('parse: piece by piece', () => {
       fc.property(text, fc.array(fc.nat(), { maxLength: 6 }), (input, cuts) => {
         const whole = Buffer.from(input, 'utf8');
         const at = [...new Set(cuts.map((c) => c % (whole.length + 1)))].sort((a, b) => a - b);
-        const parser = new BlocklistParser();
+        const parser = new BlocklistParser({ shortestPrefix: { ipv4: 16, ipv6: 48 } });
         const scratch = Buffer.alloc(whole.length);
         let from = 0;
         for (const to of [...at, whole.length]) {
@@ -458,11 +576,12 @@ describe('parse: piece by piece', () => {
           from = to;
         }
         const pieces = parser.finish();
-        const once = parseBlocklist(whole);
+        const once = parseBlocklist(whole, { shortestPrefix: { ipv4: 16, ipv6: 48 } });
         assert.deepEqual(entries(pieces), entries(once));
         assert.deepEqual(pieces.counts, once.counts);
         assert.deepEqual(pieces.malformed, once.malformed);
         assert.deepEqual(pieces.normalised, once.normalised);
+        assert.deepEqual(pieces.tooShort, once.tooShort);
       }),
       RUNS,
     );

@@ -8,13 +8,16 @@ import { describe, it } from 'node:test';
 import type { KubeObject } from '@operators/kit';
 import { type BlocklistSourceStatus, Channel } from '../src/api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY, CONFIG_MAP } from '../src/api/cilium.ts';
-import { fingerprint, merge, parseBlocklist } from '../src/domain/blocklist/index.ts';
 import {
-  ANNOTATION_SPEC_HASH,
+  DEFAULT_SHORTEST_PREFIX,
+  fingerprint,
+  merge,
+  parseBlocklist,
+} from '../src/domain/blocklist/index.ts';
+import {
   channelOf,
   DECIDER_SHARD_SIZE,
   decideRead,
-  denyPolicy,
   formatDuration,
   type ListData,
   type LiveObjects,
@@ -24,7 +27,6 @@ import {
   parseDuration,
   planPublication,
   publicationEvents,
-  publishedComplete,
   publishedSet,
   type ReadFailure,
   ReadWhy,
@@ -60,11 +62,11 @@ function list24(count: number, start = 0): string {
 }
 
 function dataOf(text: string, url = URL_A, extra: Partial<ListData> = {}): ListData {
-  const parse = parseBlocklist(text);
+  const parse = parseBlocklist(text, { shortestPrefix: DEFAULT_SHORTEST_PREFIX });
   return {
     url,
     merged: merge(parse.entries),
-    summary: readSummary(parse),
+    summary: readSummary(parse, DEFAULT_SHORTEST_PREFIX),
     validators: { etag: '"v1"' },
     readAt: NOW - HOUR,
     checkedAt: NOW - HOUR,
@@ -144,6 +146,33 @@ describe('when a list is read', () => {
       read: true,
       why: ReadWhy.Due,
       validators: { etag: '"v1"' },
+    });
+  });
+
+  it('counts the interval from when a read started, so a slow read does not push the next one later', () => {
+    // A read that started at NOW and took 10 minutes: the data is as old as the request.
+    const read = dataOf(list24(3));
+    const memory = remember(
+      undefined,
+      'uid-1',
+      URL_A,
+      { kind: 'Read', merged: read.merged, summary: read.summary, validators: { etag: '"v1"' } },
+      NOW,
+    );
+    const after = decideRead({ ...base, now: NOW + 10 * MIN, memory });
+    assert.deepEqual(after, { read: false, nextReadAt: NOW + 2 * HOUR });
+    assert.equal(decideRead({ ...base, now: NOW + 2 * HOUR, memory }).read, true);
+    // A failed read that started at NOW and timed out 2 minutes later is retried at NOW + 5m.
+    const failed = remember(
+      memory,
+      'uid-1',
+      URL_A,
+      { kind: 'Failed', reason: 'Timeout', message: 'slow' },
+      NOW,
+    );
+    assert.deepEqual(decideRead({ ...base, now: NOW + 2 * MIN, memory: failed }), {
+      read: false,
+      nextReadAt: NOW + 5 * MIN,
     });
   });
 
@@ -235,11 +264,19 @@ describe('when a list is read', () => {
 
   it('refuses a body that is more garbage than list, but accepts an empty list', () => {
     assert.equal(
-      looksLikeBlocklist(readSummary(parseBlocklist('<html>\n<body>oops</body>\n</html>\n'))),
+      looksLikeBlocklist(
+        readSummary(parseBlocklist('<html>\n<body>oops</body>\n</html>\n'), DEFAULT_SHORTEST_PREFIX),
+      ),
       false,
     );
-    assert.equal(looksLikeBlocklist(readSummary(parseBlocklist('1.2.3.4\nbad line\n'))), true);
-    assert.equal(looksLikeBlocklist(readSummary(parseBlocklist('# nothing today\n\n'))), true);
+    assert.equal(
+      looksLikeBlocklist(readSummary(parseBlocklist('1.2.3.4\nbad line\n'), DEFAULT_SHORTEST_PREFIX)),
+      true,
+    );
+    assert.equal(
+      looksLikeBlocklist(readSummary(parseBlocklist('# nothing today\n\n'), DEFAULT_SHORTEST_PREFIX)),
+      true,
+    );
   });
 });
 
@@ -268,21 +305,21 @@ describe('what is published', () => {
   });
 
   const set5 = publishedSet(dataOf(list24(7)).merged, certain);
-  const plan = (spec = certain, live = NO_LIVE, set = set5, previouslyPublished = 0) =>
-    planPublication({ source: SOURCE, spec, set, deciderNamespace: 'decider', live, previouslyPublished });
+  const plan = (spec = certain, live = NO_LIVE, set = set5) =>
+    planPublication({ source: SOURCE, spec, set, deciderNamespace: 'decider', live });
 
   it('publishes CIDR groups labelled with the source, then one policy that selects them by that label', () => {
     const p = plan();
     assert.deepEqual(
       p.apply.map((o) => `${o.kind}/${o.metadata.name}`),
       [
-        'CiliumCIDRGroup/cve-2',
-        'CiliumCIDRGroup/cve-1',
         'CiliumCIDRGroup/cve-0',
+        'CiliumCIDRGroup/cve-1',
+        'CiliumCIDRGroup/cve-2',
         'CiliumClusterwideNetworkPolicy/deny-cve',
       ],
     );
-    const group = p.apply[2] as KubeObject & { spec: { externalCIDRs: string[] } };
+    const group = p.apply[0] as KubeObject & { spec: { externalCIDRs: string[] } };
     assert.deepEqual(group.spec.externalCIDRs, ['10.0.0.0/24', '10.0.2.0/24', '10.0.4.0/24']);
     assert.equal(group.metadata.labels?.['edge.exoledge.io/source'], 'cve');
     assert.equal(group.metadata.ownerReferences?.[0]?.uid, 'uid-1');
@@ -305,26 +342,28 @@ describe('what is published', () => {
       policies: [{ ...plan().desired[3]!, status: { conditions: [{ type: 'Valid', status: 'True' }] } }],
       configMaps: [],
     };
-    const p = plan(certain, live, set5, 7);
+    const p = plan(certain, live, set5);
     assert.deepEqual(p.apply, []);
     assert.deepEqual(p.delete, []);
   });
 
-  it('writes shards highest first while the list grows, lowest first while it shrinks, then drops the surplus', () => {
+  it('writes a shard only once the shard that takes its prefixes holds them, then drops the surplus', () => {
     const live: LiveObjects = {
       ...NO_LIVE,
       cidrGroups: plan().desired.slice(0, 3),
       policies: [plan().desired[3]!],
     };
     // Two prefixes before all the others: every prefix moves up, and a fourth shard is needed.
+    // cve-2 only gains; cve-1 loses 10.0.10.0/24 to cve-2, cve-0 loses 10.0.4.0/24 to cve-1;
+    // cve-3 holds only a new address, so nothing waits for it.
     const grown = publishedSet(dataOf(`9.0.0.0/24\n9.0.2.0/24\n${list24(8)}`).merged, certain);
     assert.deepEqual(
-      plan(certain, live, grown, 7).apply.map((o) => o.metadata.name),
-      ['cve-3', 'cve-2', 'cve-1', 'cve-0'],
+      plan(certain, live, grown).apply.map((o) => o.metadata.name),
+      ['cve-2', 'cve-1', 'cve-0', 'cve-3'],
       'the policy is unchanged: it selects the new shard by label',
     );
     const shrunk = publishedSet(dataOf(list24(2)).merged, certain);
-    const p = plan(certain, live, shrunk, 7);
+    const p = plan(certain, live, shrunk);
     assert.deepEqual(
       p.apply.map((o) => o.metadata.name),
       ['cve-0'],
@@ -367,35 +406,6 @@ describe('what is published', () => {
       back.delete.map((r) => `${r.gvk.kind}/${r.namespace}/${r.name}`),
       ['ConfigMap/decider/blocklist-cve-0'],
     );
-  });
-
-  it('rewrites the policy when a selector key is removed, which a field-by-field compare would miss', () => {
-    const wide = denyPolicy(SOURCE, { matchLabels: { istio: 'ingressgateway', zone: 'a' } });
-    const narrow = denyPolicy(SOURCE, { matchLabels: { istio: 'ingressgateway' } });
-    assert.notEqual(
-      wide.metadata.annotations?.[ANNOTATION_SPEC_HASH],
-      narrow.metadata.annotations?.[ANNOTATION_SPEC_HASH],
-    );
-    const spec = { ...certain, podSelector: { matchLabels: { istio: 'ingressgateway' } } };
-    const live: LiveObjects = { ...NO_LIVE, cidrGroups: plan().desired.slice(0, 3), policies: [wide] };
-    assert.deepEqual(
-      plan(spec, live, set5, 7).apply.map((o) => o.metadata.name),
-      ['deny-cve'],
-    );
-  });
-
-  it('knows whether everything the status names is still live', () => {
-    const status = { channel: Channel.CiliumPolicy, shards: 3 } as const;
-    const full: LiveObjects = {
-      ...NO_LIVE,
-      cidrGroups: plan().desired.slice(0, 3),
-      policies: [plan().desired[3]!],
-    };
-    assert.equal(publishedComplete('cve', status, full), true);
-    assert.equal(publishedComplete('cve', status, { ...full, policies: [] }), false);
-    assert.equal(publishedComplete('cve', status, { ...full, cidrGroups: full.cidrGroups.slice(1) }), false);
-    assert.equal(publishedComplete('cve', undefined, full), false);
-    assert.equal(publishedComplete('cve', { channel: Channel.Decider, shards: 0 }, NO_LIVE), true);
   });
 
   it('deletes what the other channel left, by its own kind and namespace, whatever its shard number', () => {
@@ -451,7 +461,9 @@ describe('what the status says', () => {
       merged: 8,
       published: 6,
       dropped: 2,
+      refused: 0,
     });
+    assert.equal(published.refusedLines, undefined);
     assert.deepEqual(published.dropped, [
       { reason: 'OverMaxEntries', family: 'IPv4', prefixLength: 24, count: 2 },
     ]);
@@ -513,6 +525,75 @@ describe('what the status says', () => {
     assert.equal(condition(conflict, 'Ready')?.reason, 'NameConflict');
   });
 
+  it('refuses prefixes under the floor, shows the first lines, and says so before what the budget dropped', () => {
+    const risky = dataOf(`${list24(7)}\n0.0.0.0/0\n::/0\n1.0.0.0/7\n2001:db8::/31\n`);
+    const riskySet = publishedSet(risky.merged, { ...certain, maxEntries: 6 });
+    const s = nextStatus('cve', { ...input({ kind: 'Published', set: riskySet, data: risky }), data: risky });
+    assert.deepEqual(s.entries, {
+      read: 7,
+      malformed: 0,
+      normalised: 0,
+      merged: 7,
+      published: 6,
+      dropped: 1,
+      refused: 4,
+    });
+    assert.deepEqual(s.refusedLines, [
+      { line: 8, text: '0.0.0.0/0' },
+      { line: 9, text: '::/0' },
+      { line: 10, text: '1.0.0.0/7' },
+      { line: 11, text: '2001:db8::/31' },
+    ]);
+    const c = condition(s, 'AllEntriesPublished');
+    assert.equal(c?.status, 'False');
+    assert.equal(c?.reason, 'PrefixesRefused');
+    assert.equal(
+      c?.message,
+      'refused 4 prefixes shorter than /8 (IPv4) or /32 (IPv6), never published: they would block far more ' +
+        'than a list means to (line 8 "0.0.0.0/0", line 9 "::/0", line 10 "1.0.0.0/7", line 11 "2001:db8::/31"; ' +
+        'see status.refusedLines); the rest of the list is published, less 1 dropped by the budget (see status.dropped)',
+    );
+    assert.equal(condition(s, 'Ready')?.reason, 'Published', 'the rest of the list is in force');
+    const clean = nextStatus('cve', input({ kind: 'Published', set, data }, undefined, s));
+    assert.equal(clean.refusedLines, undefined, 'a list read clean again shows no refused lines');
+  });
+
+  it('refused its place in the policy map: says who holds it, and keeps everything published before', () => {
+    const s = nextStatus('cve', {
+      ...input(
+        {
+          kind: 'PolicyMapBudgetExceeded',
+          planned: 30_000,
+          decision: {
+            admitted: false,
+            older: [
+              { name: 'scanners', createdAt: '2026-01-01T00:00:00Z', entries: 40_000 },
+              { name: 'exploits', createdAt: '2026-02-01T00:00:00Z', entries: 10_000 },
+            ],
+            total: 80_000,
+            limit: 65_536,
+          },
+        },
+        undefined,
+        published,
+      ),
+      generation: 5,
+    });
+    assert.deepEqual(s.entries, published.entries);
+    assert.equal(s.fingerprint, published.fingerprint);
+    assert.equal(s.observedGeneration, 4, 'generation 5 is not in force');
+    const ready = condition(s, 'Ready');
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, 'PolicyMapBudgetExceeded');
+    assert.equal(
+      ready?.message,
+      "Cilium's policy map holds 65,536 entries per endpoint, shared by every enforced source with the same " +
+        'podSelector: this source would publish 30,000 beside the 50,000 of the older ones (scanners: 40,000, ' +
+        'exploits: 10,000), 80,000 in all. Nothing new is published; what was published before stays. Lower ' +
+        'maxEntries here or on an older source, or remove one',
+    );
+  });
+
   it('keeps lastTransitionTime while a condition holds', () => {
     const later = nextStatus('cve', {
       ...input({ kind: 'Published', set, data }, undefined, published),
@@ -550,6 +631,75 @@ describe('what the events say', () => {
     );
     assert.deepEqual(publicationEvents(status, status, { kind: 'Published', set, data }), []);
     assert.deepEqual(publicationEvents(status, status, { kind: 'NotPublished' }), []);
+  });
+
+  it('warns of prefixes refused under the floor in a new set, naming the lines', () => {
+    const risky = dataOf(`${list24(3)}\n0.0.0.0/0\n`);
+    const riskySet = publishedSet(risky.merged, certain);
+    const after = nextStatus('cve', {
+      now: new Date(NOW),
+      generation: 1,
+      spec: certain,
+      previous: undefined,
+      data: risky,
+      failure: undefined,
+      publication: { kind: 'Published', set: riskySet, data: risky },
+      deciderNamespace: 'decider',
+      retryDelayMs: 5 * MIN,
+    });
+    const events = publicationEvents(undefined, after, { kind: 'Published', set: riskySet, data: risky });
+    assert.deepEqual(
+      events.map((e) => [e.type, e.reason]),
+      [
+        ['Normal', 'Published'],
+        ['Warning', 'PrefixesRefused'],
+      ],
+    );
+    assert.match(
+      events[1]?.note ?? '',
+      /^1 prefixes shorter than the operator's floor refused.*line 4 "0\.0\.0\.0\/0"/,
+    );
+    assert.match(
+      after.conditions?.find((c) => c.type === 'SourceRead')?.message ?? '',
+      /, 1 refused as too short \(see status\.refusedLines\)$/,
+    );
+    // The same published set, read again with one more line refused: warned again, not announced.
+    const worse = dataOf(`${list24(3)}\n0.0.0.0/0\n::/0\n`);
+    const again = nextStatus('cve', {
+      now: new Date(NOW),
+      generation: 1,
+      spec: certain,
+      previous: after,
+      data: worse,
+      failure: undefined,
+      publication: { kind: 'Published', set: publishedSet(worse.merged, certain), data: worse },
+      deciderNamespace: 'decider',
+      retryDelayMs: 5 * MIN,
+    });
+    assert.equal(again.fingerprint, after.fingerprint);
+    assert.deepEqual(
+      publicationEvents(after, again, { kind: 'Published', set: riskySet, data: worse }).map((e) => e.reason),
+      ['PrefixesRefused'],
+    );
+    assert.deepEqual(publicationEvents(again, again, { kind: 'Published', set: riskySet, data: worse }), []);
+  });
+
+  it('warns when the policy map refuses the source, naming the older sources and their counts', () => {
+    const events = publicationEvents(status, status, {
+      kind: 'PolicyMapBudgetExceeded',
+      planned: 30_000,
+      decision: {
+        admitted: false,
+        older: [{ name: 'scanners', createdAt: '2026-01-01T00:00:00Z', entries: 40_000 }],
+        total: 70_000,
+        limit: 65_536,
+      },
+    });
+    assert.deepEqual(
+      events.map((e) => [e.type, e.reason]),
+      [['Warning', 'PolicyMapBudgetExceeded']],
+    );
+    assert.match(events[0]?.note ?? '', /\(scanners: 40,000\), 70,000 in all/);
   });
 
   it('warns of failures, saying whether a set stays in force', () => {

@@ -78,6 +78,42 @@ describe('exoledge aggregate', () => {
     assert.match(r.stderr, /over --max-entries 1, most specific first: 1 \(IPv4 \/28: 1\)/);
   });
 
+  it('refuses prefixes shorter than /8 (IPv4) and /32 (IPv6) by default, reports each line, publishes the rest', () => {
+    const r = exoledge(['aggregate', '-'], '0.0.0.0/0\n1.2.3.4\n::/0 # all\n10.0.0.0/7\n2001:db8::/32\n');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, '1.2.3.4/32\n2001:db8::/32\n');
+    assert.match(
+      r.stderr,
+      /5 lines: 2 entries \(1 IPv4, 1 IPv6\), 0 comments, 0 blank, 0 malformed, 3 refused/,
+    );
+    assert.match(r.stderr, /refused: 3 prefixes shorter than \/8 \(IPv4\) or \/32 \(IPv6\)/);
+    assert.match(r.stderr, /line 1: "0\.0\.0\.0\/0": read as 0\.0\.0\.0\/0/);
+    assert.match(r.stderr, /line 3: "::\/0 # all": read as ::\/0/);
+    assert.match(r.stderr, /line 4: "10\.0\.0\.0\/7": read as 10\.0\.0\.0\/7/);
+  });
+
+  it('takes other floors from --shortest-prefix-ipv4 and --shortest-prefix-ipv6, 0 refusing nothing', () => {
+    const input = '0.0.0.0/0\n10.0.0.0/12\n2001:db8::/40\n';
+    const none = exoledge(
+      ['aggregate', '--shortest-prefix-ipv4', '0', '--shortest-prefix-ipv6=0', '-'],
+      input,
+    );
+    assert.equal(none.stdout, '0.0.0.0/0\n2001:db8::/40\n');
+    assert.match(none.stderr, /0 refused/);
+    const strict = exoledge(
+      ['aggregate', '--shortest-prefix-ipv4', '16', '--shortest-prefix-ipv6', '48', '-'],
+      input,
+    );
+    assert.equal(strict.stdout, '');
+    assert.match(strict.stderr, /refused: 3 prefixes shorter than \/16 \(IPv4\) or \/48 \(IPv6\)/);
+  });
+
+  it('shows the first refused lines and says how many more there are', () => {
+    const r = exoledge(['aggregate', '-'], '0.0.0.0/0\n'.repeat(12));
+    assert.equal((r.stderr.match(/read as 0\.0\.0\.0\/0/g) ?? []).length, 10);
+    assert.match(r.stderr, /and 2 more/);
+  });
+
   it('reads standard input given -, or no FILE', () => {
     for (const args of [['aggregate', '-'], ['aggregate']]) {
       const r = exoledge(args, '1.2.3.4\n1.2.3.5\n');
@@ -108,6 +144,14 @@ describe('exoledge aggregate', () => {
         /--min-prefix-length takes an integer from 0 to 32, not "33"/,
       ],
       [['aggregate', listFile, listFile], /one input at most, got 2/],
+      [
+        ['aggregate', '--shortest-prefix-ipv4', '33', listFile],
+        /--shortest-prefix-ipv4 takes an integer from 0 to 32, not "33"/,
+      ],
+      [
+        ['aggregate', '--shortest-prefix-ipv6=129', listFile],
+        /--shortest-prefix-ipv6 takes an integer from 0 to 128, not "129"/,
+      ],
       [['aggregate', listFile, '--max-entries'], /--max-entries/],
     ];
     for (const [args, message] of cases) {
@@ -131,7 +175,7 @@ describe('exoledge aggregate', () => {
       assert.equal(r.status, 0);
       assert.match(
         r.stdout,
-        /^usage: exoledge aggregate \[--max-entries N\] \[--min-prefix-length N\] \[FILE\|-\]/,
+        /^usage: exoledge aggregate \[--max-entries N\] \[--min-prefix-length N\] \[--shortest-prefix-ipv4 N\] \[--shortest-prefix-ipv6 N\] \[FILE\|-\]/,
       );
     }
   });

@@ -91,6 +91,12 @@ export interface EntryCounts {
   readonly malformed: number;
   /** Prefixes whose host bits were set and cleared (`1.2.3.77/24` read as 1.2.3.0/24). */
   readonly normalised: number;
+  /**
+   * Well-formed prefixes refused as too short (`0.0.0.0/0`, `::/0`, `1.0.0.0/7` under the
+   * operator's floor, /8 IPv4 and /32 IPv6 by default): never published, since with
+   * `enforce` one of them would deny the world. Absent in a status written before the floor.
+   */
+  readonly refused?: number;
   /** Prefixes after merging: the minimal exact cover of what was read. */
   readonly merged: number;
   /** Prefixes published. */
@@ -113,6 +119,12 @@ export interface MalformedLineReport {
   readonly text: string;
 }
 
+/** A line refused for a prefix shorter than the operator's floor. */
+export interface RefusedLineReport {
+  readonly line: number;
+  readonly text: string;
+}
+
 export interface BlocklistSourceStatus {
   readonly observedGeneration?: number;
   readonly channel?: Channel;
@@ -121,6 +133,8 @@ export interface BlocklistSourceStatus {
   readonly dropped?: readonly DroppedGroup[];
   /** The first refused lines with their numbers; absent when none was. */
   readonly malformedLines?: readonly MalformedLineReport[];
+  /** The first prefixes refused as too short, with their line numbers; absent when none was. */
+  readonly refusedLines?: readonly RefusedLineReport[];
   readonly shards?: number;
   /** SHA-256 of the published set's canonical text: `exoledge aggregate ... | sha256sum`. */
   readonly fingerprint?: string;
@@ -256,9 +270,9 @@ const specSchema: JSONSchemaProps = {
       maxLength: 32,
       default: DEFAULT_REFRESH_INTERVAL,
       description:
-        'How often the list is read again, such as 2h, 90m or 1h30m (hours, minutes, seconds; ' +
-        `${MIN_REFRESH_INTERVAL} to ${MAX_REFRESH_INTERVAL}). Never read more often than this; a failed ` +
-        'read is retried after 5 minutes (or the interval, if shorter).',
+        'How old the list may get, such as 2h, 90m or 1h30m (hours, minutes, seconds; ' +
+        `${MIN_REFRESH_INTERVAL} to ${MAX_REFRESH_INTERVAL}): the next read starts this long after the ` +
+        'previous one started, never later. A failed read is retried after 5 minutes (or the interval, if shorter).',
       'x-kubernetes-validations': [
         {
           rule:
@@ -334,6 +348,11 @@ const statusSchema: JSONSchemaProps = {
         merged: count(),
         published: count(),
         dropped: count(),
+        refused: {
+          ...count(),
+          description:
+            "Prefixes refused as shorter than the operator's floor (0.0.0.0/0, ::/0; default /8 IPv4, /32 IPv6): never published.",
+        },
       },
     },
     dropped: {
@@ -357,6 +376,15 @@ const statusSchema: JSONSchemaProps = {
       items: {
         type: 'object',
         properties: { line: count(), reason: { type: 'string' }, text: { type: 'string', maxLength: 512 } },
+      },
+    },
+    refusedLines: {
+      type: 'array',
+      description: `The first ${MALFORMED_LINES_SHOWN} prefixes refused as shorter than the operator's floor, with their line numbers.`,
+      maxItems: MALFORMED_LINES_SHOWN,
+      items: {
+        type: 'object',
+        properties: { line: count(), text: { type: 'string', maxLength: 512 } },
       },
     },
     shards: { ...count(), description: 'Objects the set is published in.' },

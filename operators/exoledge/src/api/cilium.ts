@@ -23,10 +23,21 @@ export interface CidrRule {
   readonly cidrGroupSelector: LabelSelector;
 }
 
+/**
+ * Whether the selected endpoints enter default-deny (Cilium ≥ 1.15). Unset, Cilium turns
+ * it on for each direction the policy has rules in, `ingressDeny` included: a policy of
+ * deny rules alone would then drop every packet no other policy allows.
+ */
+export interface DefaultDeny {
+  readonly ingress?: boolean;
+  readonly egress?: boolean;
+}
+
 export type CiliumClusterwideNetworkPolicy = KubeObject & {
   readonly spec: {
     readonly description?: string;
     readonly endpointSelector: LabelSelector;
+    readonly enableDefaultDeny?: DefaultDeny;
     readonly ingressDeny: readonly { readonly fromCIDRSet: readonly CidrRule[] }[];
   };
 };

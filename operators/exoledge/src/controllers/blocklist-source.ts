@@ -19,16 +19,21 @@ import {
   finalizer,
   type KubeObject,
   type Manager,
+  type Predicate,
   type ReconcileContext,
   type ReconcileResult,
   realClock,
+  resourcePath,
 } from '@operators/kit';
 import { BLOCKLIST_SOURCE, type BlocklistSource } from '../api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY, CONFIG_MAP } from '../api/cilium.ts';
-import { merge } from '../domain/blocklist/index.ts';
+import { DEFAULT_SHORTEST_PREFIX, merge, type ShortestPrefix } from '../domain/blocklist/index.ts';
 import {
+  admitToPolicyMap,
   cleanedUpEvent,
   decideRead,
+  FIELD_MANAGER,
+  isOurs,
   LABEL_SOURCE,
   type ListData,
   type LiveObjects,
@@ -38,8 +43,10 @@ import {
   type PublicationPlan,
   type PublishedSet,
   planPublication,
+  policyMapGroup,
+  policyMapPeers,
   publicationEvents,
-  publishedComplete,
+  publishedIntact,
   publishedSet,
   type ReadResult,
   type ReadWhy,
@@ -47,6 +54,7 @@ import {
   readFailedEvent,
   readSummary,
   remember,
+  repairPatch,
   resolveSpec,
   retryDelayMs,
   type SourceMemory,
@@ -57,8 +65,8 @@ import {
 } from '../domain/blocklist-source/index.ts';
 import { fetchList } from '../source/fetch-list.ts';
 
-/** The field manager of every write: ours are the fields we state, others' stay theirs. */
-export const FIELD_MANAGER = 'exoledge';
+/** The field manager of every write (drift is judged against the fields it owns). */
+export { FIELD_MANAGER };
 export const FINALIZER = 'edge.exoledge.io/finalizer';
 
 export interface FetchLimits {
@@ -98,6 +106,11 @@ export interface BlocklistSourceControllerOptions {
   /** Where decider ConfigMaps go. */
   readonly deciderNamespace: string;
   readonly fetch?: FetchLimits;
+  /**
+   * Prefixes shorter than this in a list are refused, never published (a stray
+   * `0.0.0.0/0` with enforce would deny the world). Default /8 IPv4, /32 IPv6.
+   */
+  readonly shortestPrefix?: ShortestPrefix;
   /** Time for refresh decisions; the kit's workqueue keeps its own. */
   readonly clock?: Clock;
   readonly concurrency?: number;
@@ -127,10 +140,12 @@ export function addBlocklistSourceController(
   const { client, recorder } = manager;
   const clock = opts.clock ?? realClock;
   const limits = opts.fetch ?? DEFAULT_FETCH_LIMITS;
+  const shortestPrefix = opts.shortestPrefix ?? DEFAULT_SHORTEST_PREFIX;
   const memories = new Map<string, SourceMemory>();
   const memo = new Map<string, { data: ListData; key: string; set: PublishedSet }>();
 
-  const watched = { labelSelector: LABEL_SOURCE };
+  // managedFields kept: drift is judged against the fields our manager owns (tamper.ts).
+  const watched = { labelSelector: LABEL_SOURCE, keepManagedFields: true };
   const informers = {
     cidrGroups: manager.cache.informer(CILIUM_CIDR_GROUP, watched),
     policies: manager.cache.informer(CILIUM_CLUSTERWIDE_NETWORK_POLICY, watched),
@@ -158,14 +173,14 @@ export function addBlocklistSourceController(
     validators: Parameters<typeof fetchList>[1]['validators'],
     signal: AbortSignal,
   ): Promise<ReadResult> {
-    const outcome = await fetchList(spec.url, { ...limits, validators, signal });
+    const outcome = await fetchList(spec.url, { ...limits, validators, signal, shortestPrefix });
     switch (outcome.kind) {
       case 'NotModified':
         return outcome;
       case 'Failed':
         return outcome;
       case 'Read': {
-        const summary = readSummary(outcome.parse);
+        const summary = readSummary(outcome.parse, shortestPrefix);
         if (!looksLikeBlocklist(summary)) {
           return {
             kind: 'Failed',
@@ -189,12 +204,14 @@ export function addBlocklistSourceController(
 
   /**
    * Applies a plan in its order, stopping at the first failure: the writes, then the
-   * deletions. An object missing from our cache is looked up first, and one that exists
-   * without our label is left alone: a name taken by someone else is never taken over.
+   * deletions. An object missing from our cache is looked up first: one that exists
+   * neither labelled with the source nor controlled by it is left alone (a name taken by
+   * someone else is never taken over); ours with its label removed by hand is re-labelled
+   * and repaired. Fields others added under an object's content are removed before it is
+   * applied, since a forced apply leaves them in place.
    */
   async function publish(
     plan: PublicationPlan,
-    name: string,
     live: LiveObjects,
   ): Promise<{
     applied: number;
@@ -202,22 +219,39 @@ export function addBlocklistSourceController(
     thrown?: unknown;
     failure?: Extract<PublicationOutcome, { kind: 'ApplyFailed' | 'NameConflict' }>;
   }> {
-    const liveNames = new Set([...live.cidrGroups, ...live.policies, ...live.configMaps].map(describe));
+    const cached = new Map(
+      [...live.cidrGroups, ...live.policies, ...live.configMaps].map((o) => [describe(o), o]),
+    );
     let applied = 0;
     let deleted = 0;
     let current = '';
     try {
       for (const obj of plan.apply) {
         current = describe(obj);
-        if (!liveNames.has(current)) {
-          const found = await client.find(
-            { apiVersion: obj.apiVersion ?? '', kind: obj.kind ?? '' },
-            obj.metadata.name ?? '',
-            obj.metadata.namespace,
-          );
-          if (found && found.metadata.labels?.[LABEL_SOURCE] !== name) {
+        const gvk = { apiVersion: obj.apiVersion ?? '', kind: obj.kind ?? '' };
+        const objName = obj.metadata.name ?? '';
+        const ns = obj.metadata.namespace;
+        let seen = cached.get(current);
+        let fresh = false;
+        if (!seen) {
+          seen = await client.find(gvk, objName, ns);
+          fresh = true;
+          if (seen && !isOurs(seen, obj)) {
             return { applied, deleted, failure: { kind: 'NameConflict', object: current } };
           }
+        }
+        if (seen && repairPatch(obj, seen, FIELD_MANAGER)) {
+          // The paths hold for one version, and the cache may lag: computed on the current one.
+          const now = fresh ? seen : await client.find(gvk, objName, ns);
+          const patch = now && repairPatch(obj, now, FIELD_MANAGER);
+          if (patch)
+            await client.patch(
+              gvk,
+              objName,
+              ns,
+              { type: 'json', body: patch },
+              { fieldManager: FIELD_MANAGER },
+            );
         }
         await client.apply(obj, { fieldManager: FIELD_MANAGER, force: true });
         applied++;
@@ -238,6 +272,50 @@ export function addBlocklistSourceController(
     }
   }
 
+  /** Every source the primary informer holds (the controller's own cache of BlocklistSources). */
+  const sourcesInCache = (): readonly BlocklistSource[] =>
+    controller.primary.store.list() as unknown as readonly BlocklistSource[];
+
+  /**
+   * The refusal of an enforced source whose planned set would overflow the policy map it
+   * shares with the older enforced sources of its podSelector, read from the cache (their
+   * published counts); undefined when it fits or is not enforced.
+   */
+  function policyMapRefusal(
+    source: BlocklistSource,
+    planned: number,
+  ): Extract<PublicationOutcome, { kind: 'PolicyMapBudgetExceeded' }> | undefined {
+    const group = policyMapGroup(source);
+    if (group === undefined) return undefined;
+    const name = source.metadata.name ?? '';
+    const all = sourcesInCache();
+    const decision = admitToPolicyMap(
+      { name, createdAt: source.metadata.creationTimestamp ?? '', entries: planned },
+      policyMapPeers(name, group, all),
+    );
+    return decision.admitted ? undefined : { kind: 'PolicyMapBudgetExceeded', planned, decision };
+  }
+
+  /** Only changes of a source's place in a policy map: its group, or the entries it holds there. */
+  const policyMapClaimChanged: Predicate = (d) => {
+    if (d.type !== 'updated') return true;
+    const claim = (o: KubeObject) => {
+      const s = o as BlocklistSource;
+      return JSON.stringify([policyMapGroup(s), s.status?.channel, s.status?.entries?.published]);
+    };
+    return claim(d.old) !== claim(d.object);
+  };
+
+  /** The other enforced sources of `source`'s policy-map group: a change of one may admit or refuse them. */
+  function policyMapNeighbours(source: KubeObject): string[] {
+    const group = policyMapGroup(source as BlocklistSource);
+    if (group === undefined) return [];
+    const self = source.metadata.name;
+    return sourcesInCache()
+      .filter((s) => s.metadata.name !== self && policyMapGroup(s) === group)
+      .map((s) => s.metadata.name ?? '');
+  }
+
   async function reconcileSource(source: BlocklistSource, ctx: ReconcileContext): Promise<ReconcileResult> {
     const started = performance.now();
     const name = source.metadata.name ?? '';
@@ -255,13 +333,21 @@ export function addBlocklistSourceController(
       generation,
       status: source.status,
       memory,
-      publishedComplete: publishedComplete(name, source.status, live),
+      publishedComplete: publishedIntact({
+        source: { apiVersion: BLOCKLIST_SOURCE.apiVersion, kind: BLOCKLIST_SOURCE.kind, name, uid },
+        spec,
+        deciderNamespace: opts.deciderNamespace,
+        status: source.status,
+        live,
+      }).intact,
     });
     let readReport: ReconcileReport['read'];
     if (decision.read) {
       const readStarted = performance.now();
+      // The interval counts from the request, not the answer: never slower than asked.
+      const startedAt = clock.now();
       const result = await read(spec, decision.validators, ctx.signal);
-      memory = remember(memory, uid, spec.url, result, clock.now());
+      memory = remember(memory, uid, spec.url, result, startedAt);
       memories.set(name, memory);
       readReport = {
         why: decision.why,
@@ -285,7 +371,11 @@ export function addBlocklistSourceController(
     let applied = 0;
     let deleted = 0;
     let thrown: unknown;
-    if (data) {
+    const refusal = data ? policyMapRefusal(source, setFor(name, data, spec).published) : undefined;
+    if (data && refusal) {
+      // Publishes nothing new and deletes nothing: what is in force stays in force.
+      publication = refusal;
+    } else if (data) {
       const set = setFor(name, data, spec);
       const plan = planPublication({
         source: { apiVersion: BLOCKLIST_SOURCE.apiVersion, kind: BLOCKLIST_SOURCE.kind, name, uid },
@@ -293,9 +383,8 @@ export function addBlocklistSourceController(
         set,
         deciderNamespace: opts.deciderNamespace,
         live,
-        previouslyPublished: source.status?.entries?.published ?? 0,
       });
-      const outcome = await publish(plan, name, live);
+      const outcome = await publish(plan, live);
       ({ applied, deleted, thrown } = outcome);
       publication = outcome.failure ?? { kind: 'Published', set, data };
     }
@@ -351,7 +440,13 @@ export function addBlocklistSourceController(
     return report(next.read ? retryDelayMs(spec) : Math.max(0, next.nextReadAt - now));
   }
 
-  /** Deletes everything labelled with the source, read from the API (not the cache, which may lag). */
+  /**
+   * Deletes everything labelled with the source: one deletecollection per kind, so the
+   * apiserver picks the objects from its own state (not our cache, which may lag) and
+   * answers with the list of those it deleted, which the CleanedUp event counts. The
+   * kit's client has no deleteCollection: the request goes through its transport, to the
+   * collection's path as discovery resolves it.
+   */
   async function cleanup(source: BlocklistSource): Promise<void> {
     const name = source.metadata.name ?? '';
     const selector = sourceSelector(name);
@@ -362,12 +457,12 @@ export function addBlocklistSourceController(
     ];
     let count = 0;
     for (const { gvk, namespace } of kinds) {
-      const { items } = await client.listAll(gvk, {
-        labelSelector: selector,
-        ...(namespace ? { namespace } : {}),
+      const deleted = await client.transport.request<{ items?: readonly unknown[] }>({
+        method: 'DELETE',
+        path: resourcePath(await client.resolve(gvk), namespace),
+        query: { labelSelector: selector },
       });
-      for (const o of items)
-        if (await client.delete(gvk, o.metadata.name ?? '', o.metadata.namespace)) count++;
+      count += deleted.items?.length ?? 0;
     }
     memories.delete(name);
     memo.delete(name);
@@ -380,6 +475,9 @@ export function addBlocklistSourceController(
     .watches(CILIUM_CIDR_GROUP, sourceOf, watched)
     .watches(CILIUM_CLUSTERWIDE_NETWORK_POLICY, sourceOf, watched)
     .watches(CONFIG_MAP, sourceOf, { ...watched, namespace: opts.deciderNamespace })
+    // A source that grows, shrinks, goes or changes selector may admit or refuse the
+    // others sharing its policy map: they decide again.
+    .watches(BLOCKLIST_SOURCE, policyMapNeighbours, { predicates: [policyMapClaimChanged] })
     .withConcurrency(opts.concurrency ?? 2)
     .reconcile(async (req, ctx) => {
       const source = req.object as BlocklistSource | undefined;

@@ -12,14 +12,14 @@
  * - redirects followed up to 5 times, to http or https only.
  *
  * Failures are values with a reason (`Unreachable`, `Timeout`, `HttpStatus`, `TooLarge`,
- * `BadRedirect`), never exceptions: a failed read is an expected state of the world,
+ * `BadRedirect`, `UnsupportedEncoding`, `CorruptBody`), never exceptions: a failed read is an expected state of the world,
  * which the reconciler reports and retries. Only the caller's own abort (shutdown) throws.
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { pipeline, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { BlocklistParser, type ParseResult } from '../domain/blocklist/index.ts';
+import { BlocklistParser, type ParseResult, type ShortestPrefix } from '../domain/blocklist/index.ts';
 import type { Validators } from '../domain/blocklist-source/refresh.ts';
 
 export interface FetchListOptions {
@@ -34,9 +34,18 @@ export interface FetchListOptions {
   /** CA certificates (PEM) to trust for https besides the system's: a private CA. */
   readonly ca?: string;
   readonly maxRedirects?: number;
+  /** Prefixes shorter than this are refused by the parser (`ParseResult.tooShort`); absent: none. */
+  readonly shortestPrefix?: ShortestPrefix;
 }
 
-export type FetchFailureReason = 'Unreachable' | 'Timeout' | 'HttpStatus' | 'TooLarge' | 'BadRedirect';
+export type FetchFailureReason =
+  | 'Unreachable'
+  | 'Timeout'
+  | 'HttpStatus'
+  | 'TooLarge'
+  | 'BadRedirect'
+  | 'UnsupportedEncoding'
+  | 'CorruptBody';
 
 export type FetchOutcome =
   | {
@@ -78,7 +87,14 @@ function get(url: URL, headers: Record<string, string>, signal: AbortSignal, ca:
   });
 }
 
-function decoded(res: IncomingMessage): Readable {
+/**
+ * Errors raised by a decoder itself (a truncated or corrupt compressed body), as opposed
+ * to the connection's errors that the pipeline passes on to it: the first are the
+ * provider's file (`CorruptBody`), the second the network (`Unreachable`).
+ */
+const decoderErrors = new WeakSet<object>();
+
+function decoded(res: IncomingMessage, href: string): Readable {
   const encoding = (res.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
   const decoder =
     encoding === 'gzip' || encoding === 'x-gzip'
@@ -91,8 +107,16 @@ function decoded(res: IncomingMessage): Readable {
   if (encoding === 'identity') return res;
   if (!decoder) {
     res.destroy();
-    throw new ReadFailed('HttpStatus', `answered with Content-Encoding ${encoding}, which was not asked for`);
+    throw new ReadFailed(
+      'UnsupportedEncoding',
+      `GET ${href} answered with Content-Encoding ${encoding}, which was not asked for (gzip, deflate or br)`,
+    );
   }
+  // Registered before the pipeline's own listener: at this point a connection error has
+  // already marked the response `errored`, a decoding error has not.
+  decoder.on('error', (err) => {
+    if (!res.errored) decoderErrors.add(err);
+  });
   return pipeline(res, decoder, () => {});
 }
 
@@ -149,10 +173,11 @@ export async function fetchList(url: string, opts: FetchListOptions): Promise<Fe
           `GET ${current.href}: the list is ${mib(length)}, over the ${mib(opts.maxBytes)} limit`,
         );
       }
-      const body = decoded(res);
-      const parser = new BlocklistParser(
-        identity && Number.isFinite(length) ? { expectedBytes: length } : {},
-      );
+      const body = decoded(res, current.href);
+      const parser = new BlocklistParser({
+        ...(identity && Number.isFinite(length) ? { expectedBytes: length } : {}),
+        ...(opts.shortestPrefix ? { shortestPrefix: opts.shortestPrefix } : {}),
+      });
       let bytes = 0;
       for await (const chunk of body as AsyncIterable<Buffer>) {
         bytes += chunk.length;
@@ -175,6 +200,13 @@ export async function fetchList(url: string, opts: FetchListOptions): Promise<Fe
     }
   } catch (err) {
     if (err instanceof ReadFailed) return { kind: 'Failed', reason: err.reason, message: err.message };
+    if (typeof err === 'object' && err !== null && decoderErrors.has(err)) {
+      return {
+        kind: 'Failed',
+        reason: 'CorruptBody',
+        message: `GET ${current.href}: the compressed body does not decode (${describe(err)}): truncated or corrupt`,
+      };
+    }
     if (opts.signal?.aborted) throw opts.signal.reason;
     if (deadline.aborted) {
       return {

@@ -7,7 +7,7 @@ import { type EventInput, EventType } from '@operators/kit';
 import type { BlocklistSourceStatus } from '../../api/blocklist-source.ts';
 import { EventReason } from './reasons.ts';
 import { formatDuration } from './spec.ts';
-import type { PublicationOutcome } from './status.ts';
+import { describePolicyMapRefusal, type PublicationOutcome, sameJson } from './status.ts';
 
 /** A read failed: how, and what stays in force meanwhile. */
 export function readFailedEvent(
@@ -38,18 +38,31 @@ export function publicationEvents(
         before?.fingerprint !== after.fingerprint ||
         before?.shards !== after.shards ||
         before?.channel !== after.channel;
-      if (!changed) return [];
-      const events: EventInput[] = [
-        {
+      // Refused lines can change while the published set does not (a `0.0.0.0/0` added to a list).
+      const refusedChanged =
+        before?.entries?.refused !== after.entries?.refused ||
+        !sameJson(before?.refusedLines, after.refusedLines);
+      const events: EventInput[] = [];
+      if (changed) {
+        events.push({
           type: EventType.Normal,
           reason: EventReason.Published,
           action: 'Publish',
           note:
             `${after.entries?.published ?? 0} prefixes in ${after.shards ?? 0} shards (${after.channel}), ` +
             `sha256 ${after.fingerprint}`,
-        },
-      ];
-      if ((after.entries?.dropped ?? 0) > 0) {
+        });
+      }
+      if ((changed || refusedChanged) && (after.entries?.refused ?? 0) > 0) {
+        const lines = (after.refusedLines ?? []).map((r) => `line ${r.line} "${r.text}"`).join(', ');
+        events.push({
+          type: EventType.Warning,
+          reason: EventReason.PrefixesRefused,
+          action: 'Publish',
+          note: `${after.entries?.refused} prefixes shorter than the operator's floor refused, never published (${lines}; see status.refusedLines)`,
+        });
+      }
+      if (changed && (after.entries?.dropped ?? 0) > 0) {
         events.push({
           type: EventType.Warning,
           reason: EventReason.DroppedByBudget,
@@ -75,6 +88,15 @@ export function publicationEvents(
           reason: EventReason.NameConflict,
           action: 'Publish',
           note: `${publication.object} exists and is not ours: left alone`,
+        },
+      ];
+    case 'PolicyMapBudgetExceeded':
+      return [
+        {
+          type: EventType.Warning,
+          reason: EventReason.PolicyMapBudgetExceeded,
+          action: 'Publish',
+          note: describePolicyMapRefusal(publication.planned, publication.decision),
         },
       ];
     case 'NotPublished':

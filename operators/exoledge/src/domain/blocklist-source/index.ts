@@ -1,12 +1,20 @@
 /**
  * The BlocklistSource's decisions, pure: when to read the list (`decideRead`), what to
  * publish and how to get there from what is live (`publishedSet`, `planPublication`),
- * and what the status says (`nextStatus`), with the closed sets of reasons. The
+ * whether it fits in the policy map it shares (`admitToPolicyMap`), and what the status says (`nextStatus`), with the closed sets of reasons. The
  * reconciler in `controllers/blocklist-source.ts` reads, calls these, and applies.
  */
 export { cleanedUpEvent, publicationEvents, readFailedEvent } from './events.ts';
 export {
-  ANNOTATION_SPEC_HASH,
+  admitToPolicyMap,
+  olderThan,
+  type PolicyMapClaim,
+  type PolicyMapDecision,
+  policyMapGroup,
+  policyMapPeers,
+  selectorKey,
+} from './policy-map.ts';
+export {
   cidrGroup,
   cidrGroupName,
   DECIDER_DATA_KEY,
@@ -14,6 +22,8 @@ export {
   deciderConfigMap,
   deciderConfigMapName,
   denyPolicy,
+  FIELD_MANAGER,
+  isOurs,
   LABEL_KIND,
   LABEL_MANAGED_BY,
   LABEL_SHARD,
@@ -26,13 +36,13 @@ export {
   type PublishedSet,
   planPublication,
   policyName,
-  publishedComplete,
   publishedSet,
   type SourceRef,
   shardPrefixes,
   shardSizeOf,
   sourceSelector,
 } from './publication.ts';
+export { type PublishedCheck, type PublishedCheckInput, publishedIntact } from './published-check.ts';
 export {
   BudgetReason,
   ConditionType,
@@ -60,4 +70,12 @@ export {
   type Validators,
 } from './refresh.ts';
 export { channelOf, formatDuration, parseDuration, type ResolvedSpec, resolveSpec } from './spec.ts';
-export { nextStatus, type PublicationOutcome, rfc3339, type StatusInput, sameJson } from './status.ts';
+export {
+  describePolicyMapRefusal,
+  nextStatus,
+  type PublicationOutcome,
+  rfc3339,
+  type StatusInput,
+  sameJson,
+} from './status.ts';
+export { repairPatch, type Tamper, TamperReason, tamper } from './tamper.ts';

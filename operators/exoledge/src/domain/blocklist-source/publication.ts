@@ -15,18 +15,22 @@
  * Ordering, so that protection has no gap:
  * 1. Shards first, then the policy: a new policy selects shards that exist already.
  * 2. Shards hold consecutive runs of the canonical order, so when the set changes,
- *    prefixes move between neighbouring shards. When the set grows they move to higher
- *    shards, so shards are written highest first: a prefix is added to its new shard
- *    before it leaves its old one. When it shrinks they move down: lowest first.
+ *    addresses move between shards. A shard is written only once every address it loses
+ *    that stays listed is held by the shard that will hold it (`write-order.ts`): an
+ *    address reaches its new shard before it leaves its old one.
  * 3. Then the surplus shards of this channel are deleted, then every object of the
  *    other channel: switching channel builds the new one completely before the old one
  *    goes, and leaves nothing of it (no ConfigMaps doubling a list Cilium now drops).
  *
+ * Drift is judged by field ownership (`tamper.ts`): an object is rewritten when a field we
+ * state differs, when it holds a field we no longer state, or when another manager added
+ * a field under its content (a selector key, a rule, a CIDR); the controller removes the
+ * latter before applying, since a forced apply leaves others' fields in place.
+ *
  * Cleanup is by label, not by owner reference alone: the label is what the policy
  * selects and what the informers watch, and it works whatever owns the object.
  */
-import { createHash } from 'node:crypto';
-import { type GroupVersionKind, hasDrifted, type KubeObject, type OwnerReference } from '@operators/kit';
+import type { GroupVersionKind, KubeObject, OwnerReference } from '@operators/kit';
 import { Channel, type LabelSelector } from '../../api/blocklist-source.ts';
 import {
   CILIUM_CIDR_GROUP,
@@ -45,6 +49,8 @@ import {
   prefixCount,
 } from '../blocklist/index.ts';
 import type { ResolvedSpec } from './spec.ts';
+import { tamper } from './tamper.ts';
+import { interimPrefixes, type ShardChange, shardWriteOrder } from './write-order.ts';
 
 /** On every published object: the source it belongs to. The policy selects CIDR groups by it. */
 export const LABEL_SOURCE = 'edge.exoledge.io/source';
@@ -55,10 +61,10 @@ export const LABEL_KIND = 'edge.exoledge.io/kind';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'exoledge';
 /**
- * On the policy: the SHA-256 of its spec. Drift is compared on the fields we state, so a
- * key removed from `podSelector` would otherwise look like no change; the hash changes.
+ * The field manager of every write. Drift is judged against the fields it owns (see
+ * `tamper.ts`): what we state is ours, what others add under the content is removed.
  */
-export const ANNOTATION_SPEC_HASH = 'edge.exoledge.io/spec-sha256';
+export const FIELD_MANAGER = 'exoledge';
 /** Decider ConfigMaps hold this many prefixes: about 220 kB of IPv6 at worst, well under 1 MiB. */
 export const DECIDER_SHARD_SIZE = 5000;
 /** The key of a decider ConfigMap holding its prefixes, one per line. */
@@ -186,6 +192,9 @@ export function denyPolicy(source: SourceRef, podSelector: LabelSelector): Ciliu
   const spec: CiliumClusterwideNetworkPolicy['spec'] = {
     description: `exoledge: ingress denied from the addresses of BlocklistSource ${source.name}`,
     endpointSelector: selectorOf(podSelector),
+    // Deny rules alone would put the endpoints in default-deny: every packet no other
+    // policy allows would be dropped, not only the listed addresses.
+    enableDefaultDeny: { ingress: false, egress: false },
     ingressDeny: [{ fromCIDRSet: [{ cidrGroupSelector: { matchLabels: { [LABEL_SOURCE]: source.name } } }] }],
   };
   return {
@@ -193,9 +202,6 @@ export function denyPolicy(source: SourceRef, podSelector: LabelSelector): Ciliu
     metadata: {
       name: policyName(source.name),
       labels: labels(source.name),
-      annotations: {
-        [ANNOTATION_SPEC_HASH]: createHash('sha256').update(JSON.stringify(spec)).digest('hex'),
-      },
       ownerReferences: [ownerOf(source)],
     },
     spec,
@@ -238,7 +244,11 @@ export interface PublicationPlan {
   readonly channel: Channel;
   /** Every object the channel needs, shards then policy. */
   readonly desired: readonly KubeObject[];
-  /** Those of `desired` that differ from live, in the order to write them. */
+  /**
+   * Those of `desired` that differ from live, in the order to write them: shards in the
+   * no-gap order of `write-order.ts` (a shard may appear twice, first with an interim
+   * content), then the policy.
+   */
   readonly apply: readonly KubeObject[];
   /** What to delete, in order: this channel's surplus shards, then the other channel. */
   readonly delete: readonly ObjectRef[];
@@ -250,8 +260,6 @@ export interface PublicationInput {
   readonly set: PublishedSet;
   readonly deciderNamespace: string;
   readonly live: LiveObjects;
-  /** How many prefixes were published before (status), to order the shard writes. */
-  readonly previouslyPublished: number;
 }
 
 function refOf(o: KubeObject, gvk: GroupVersionKind): ObjectRef {
@@ -264,30 +272,35 @@ function byName(objects: readonly KubeObject[]): Map<string, KubeObject> {
   return new Map(objects.map((o) => [o.metadata.name ?? '', o]));
 }
 
+/** The prefixes a live shard holds, as written in it (a CIDR group's list, a ConfigMap's text). */
+function livePrefixes(o: KubeObject | undefined): string[] {
+  if (!o) return [];
+  const cidrs = (o as { spec?: { externalCIDRs?: unknown } }).spec?.externalCIDRs;
+  if (Array.isArray(cidrs)) return cidrs.filter((c): c is string => typeof c === 'string');
+  const text = (o as { data?: Record<string, unknown> }).data?.[DECIDER_DATA_KEY];
+  return typeof text === 'string' ? text.split('\n').filter((l) => l !== '') : [];
+}
+
 /** The plan that takes the live objects to `set` in `spec`'s channel. Pure. */
 export function planPublication(input: PublicationInput): PublicationPlan {
   const { source, spec, set, live } = input;
-  const growing = set.published >= input.previouslyPublished;
-  const order = set.shards.map((_, i) => i);
-  if (growing) order.reverse();
+  const shardOf = (i: number, text: string): KubeObject =>
+    spec.channel === Channel.CiliumPolicy
+      ? cidrGroup(source, i, text)
+      : deciderConfigMap(source, spec, input.deciderNamespace, i, text);
 
-  let shards: KubeObject[];
   let policy: KubeObject | undefined;
   let liveShards: readonly KubeObject[];
   let liveShardGvk: GroupVersionKind;
   const stale: ObjectRef[] = [];
   switch (spec.channel) {
     case Channel.CiliumPolicy:
-      shards = order.map((i) => cidrGroup(source, i, set.shards[i] ?? ''));
       policy = denyPolicy(source, spec.podSelector);
       liveShards = live.cidrGroups;
       liveShardGvk = CILIUM_CIDR_GROUP;
       stale.push(...byShard(live.configMaps).map((o) => refOf(o, CONFIG_MAP)));
       break;
     case Channel.Decider:
-      shards = order.map((i) =>
-        deciderConfigMap(source, spec, input.deciderNamespace, i, set.shards[i] ?? ''),
-      );
       policy = undefined;
       liveShards = live.configMaps;
       liveShardGvk = CONFIG_MAP;
@@ -298,12 +311,33 @@ export function planPublication(input: PublicationInput): PublicationPlan {
     default:
       return spec.channel satisfies never;
   }
+  const shards = set.shards.map((text, i) => shardOf(i, text));
   const desired = policy ? [...shards, policy] : shards;
-  const liveByName = new Map([
-    ...byName(liveShards),
-    ...(policy ? byName(live.policies) : new Map<string, KubeObject>()),
-  ]);
-  const apply = desired.filter((d) => hasDrifted(d, liveByName.get(d.metadata.name ?? '')));
+  const liveShardByName = byName(liveShards);
+  const drifted = (d: KubeObject, l: KubeObject | undefined) => tamper(d, l, FIELD_MANAGER).drifted;
+
+  // Changed shards, in the order that leaves no listed address without a shard (write-order.ts).
+  const changes: ShardChange[] = [];
+  shards.forEach((d, index) => {
+    const l = liveShardByName.get(d.metadata.name ?? '');
+    if (drifted(d, l)) {
+      changes.push({ index, before: livePrefixes(l), after: shardPrefixes(set.shards[index] ?? '') });
+    }
+  });
+  const changeAt = new Map(changes.map((c) => [c.index, c]));
+  const writes = shardWriteOrder(changes).map(({ index, content }) => {
+    const change = changeAt.get(index);
+    return content === 'interim' && change
+      ? shardOf(
+          index,
+          interimPrefixes(change)
+            .map((p) => `${p}\n`)
+            .join(''),
+        )
+      : (shards[index] as KubeObject);
+  });
+  const livePolicy = policy ? byName(live.policies).get(policy.metadata.name ?? '') : undefined;
+  const apply = policy && drifted(policy, livePolicy) ? [...writes, policy] : writes;
 
   const wanted = new Set(desired.map((d) => d.metadata.name));
   const surplus = byShard(liveShards.filter((o) => !wanted.has(o.metadata.name))).map((o) =>
@@ -329,29 +363,16 @@ function byShard(objects: readonly KubeObject[]): KubeObject[] {
 }
 
 /**
- * Every object the status says is published is live, by name: nothing was deleted
- * behind our back while the operator was away. Used only when memory holds no list.
+ * Whether an object found under one of our names is ours: labelled with the source, or,
+ * its label removed by hand, controlled by the same source (the controller owner
+ * reference `desired` carries, same UID). Anything else is someone else's and never taken.
  */
-export function publishedComplete(
-  sourceName: string,
-  status: { readonly channel?: Channel; readonly shards?: number } | undefined,
-  live: LiveObjects,
-): boolean {
-  if (status?.channel === undefined || status.shards === undefined) return false;
-  const names = (objects: readonly KubeObject[]) => new Set(objects.map((o) => o.metadata.name));
-  switch (status.channel) {
-    case Channel.CiliumPolicy: {
-      const groups = names(live.cidrGroups);
-      for (let i = 0; i < status.shards; i++) if (!groups.has(cidrGroupName(sourceName, i))) return false;
-      return names(live.policies).has(policyName(sourceName));
-    }
-    case Channel.Decider: {
-      const maps = names(live.configMaps);
-      for (let i = 0; i < status.shards; i++)
-        if (!maps.has(deciderConfigMapName(sourceName, i))) return false;
-      return true;
-    }
-    default:
-      return status.channel satisfies never;
-  }
+export function isOurs(found: KubeObject, desired: KubeObject): boolean {
+  const source = desired.metadata.labels?.[LABEL_SOURCE];
+  if (source !== undefined && found.metadata.labels?.[LABEL_SOURCE] === source) return true;
+  const owner = desired.metadata.ownerReferences?.find((r) => r.controller);
+  return (
+    owner !== undefined &&
+    (found.metadata.ownerReferences ?? []).some((r) => r.controller === true && r.uid === owner.uid)
+  );
 }

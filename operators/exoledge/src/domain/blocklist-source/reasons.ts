@@ -42,6 +42,15 @@ export const ReadyReason = {
    * the source or remove that object. Checked again every 5 minutes.
    */
   NameConflict: 'NameConflict',
+  /**
+   * False: Cilium's policy map holds 65,536 entries per endpoint, shared by every policy
+   * selecting it, and the enforced sources with this source's `podSelector` would hold
+   * more. The older sources (by creationTimestamp, then name) keep their place; this one
+   * publishes nothing new, and what it published before stays (an error path never
+   * deletes). The message names the older sources and their counts. It is decided again
+   * whenever one of them changes.
+   */
+  PolicyMapBudgetExceeded: 'PolicyMapBudgetExceeded',
 } as const;
 export type ReadyReason = (typeof ReadyReason)[keyof typeof ReadyReason];
 
@@ -65,6 +74,17 @@ export const SourceReadReason = {
    * with almost nothing, so it is treated as a failed read and the last set is kept.
    */
   NotABlocklist: 'NotABlocklist',
+  /**
+   * False: the answer came with a Content-Encoding we did not ask for (we ask for gzip,
+   * deflate or br): its body cannot be read as a list, whatever its status.
+   */
+  UnsupportedEncoding: 'UnsupportedEncoding',
+  /**
+   * False: a gzip, deflate or br body that does not decode: truncated (the provider cut
+   * the file short) or corrupt. Distinct from `Unreachable`: the connection was fine, the
+   * file was not; nothing is published from it.
+   */
+  CorruptBody: 'CorruptBody',
 } as const;
 export type SourceReadReason = (typeof SourceReadReason)[keyof typeof SourceReadReason];
 /** The ways a read fails. */
@@ -79,6 +99,14 @@ export const BudgetReason = {
    * exactly which lengths, how many, and by which rule. Never a silent truncation.
    */
   DroppedByBudget: 'DroppedByBudget',
+  /**
+   * False: the list holds prefixes shorter than the operator's floor (`0.0.0.0/0`, `::/0`,
+   * `1.0.0.0/7` under the default /8 IPv4, /32 IPv6): they are refused, never published,
+   * since with `enforce` one of them would deny the world; `status.refusedLines` shows the
+   * first ones. The rest of the list is published. Takes precedence over
+   * `DroppedByBudget`: a list that says "block everything" needs a human first.
+   */
+  PrefixesRefused: 'PrefixesRefused',
 } as const;
 export type BudgetReason = (typeof BudgetReason)[keyof typeof BudgetReason];
 
@@ -90,8 +118,12 @@ export const EventReason = {
   ReadFailed: 'ReadFailed',
   /** Warning: the budget dropped prefixes from a newly published set. */
   DroppedByBudget: 'DroppedByBudget',
+  /** Warning: a newly published set was read from a list holding prefixes under the floor, refused. */
+  PrefixesRefused: BudgetReason.PrefixesRefused,
   ApplyFailed: ReadyReason.ApplyFailed,
   NameConflict: ReadyReason.NameConflict,
+  /** Warning: the source was refused its place in the shared policy map; the note names the others. */
+  PolicyMapBudgetExceeded: ReadyReason.PolicyMapBudgetExceeded,
   /** Normal: the source was deleted and every object it published is gone. */
   CleanedUp: 'CleanedUp',
 } as const;

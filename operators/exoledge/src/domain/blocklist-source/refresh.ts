@@ -2,19 +2,23 @@
  * When to read a source's list again, and what the operator remembers of it meanwhile.
  *
  * The rules, in the order `decideRead` applies them:
- * 1. After a failed read of the current URL, retry once `retryDelayMs` has passed
- *    (5 minutes, or the refresh interval if shorter): a passing network failure must not
+ * 1. After a failed read of the current URL, retry once `retryDelayMs` has passed since
+ *    that read started (5 minutes, or the refresh interval if shorter): a passing network failure must not
  *    wait for the next 2-hour cycle, while the last set stays in force.
  * 2. After a good read of the current URL, read again once the refresh interval has
- *    passed since the last check (a 200 or a 304): never faster than asked. The read is
- *    conditional when the source gave an ETag or a Last-Modified, so that an unchanged
- *    list costs a 304 and nothing else.
+ *    passed since the last check (a 200 or a 304) STARTED. The seed's "jamais moins vite
+ *    que demandé" is "never slower than asked": the interval is the oldest the data may
+ *    get, so a read that takes 10 minutes does not push the next one 10 minutes later.
+ *    The read is conditional when the source gave an ETag or a Last-Modified, so that an
+ *    unchanged list costs a 304 and nothing else.
  * 3. The URL changed: read the new one at once.
  * 4. Nothing in memory (the operator just started): if the status shows a read of this
- *    spec within the interval and every published object is still there, wait for the
- *    interval to end, so that restarts do not read faster than asked either. Otherwise
- *    (a new source, a spec changed while we were away, a shard deleted) read at once:
- *    the list is needed to publish anything.
+ *    spec within the interval and what is published still matches it (every object there,
+ *    the shards hashing to the status's fingerprint, the policy as the spec wants it: see
+ *    `published-check.ts`), wait for the interval to end, so that restarts do not read
+ *    faster than asked either. If something was deleted or edited while we were away,
+ *    read at once to repair it (`Repair`): the list is needed to publish anything.
+ *    Otherwise (a new source, a spec changed while we were away) read at once too.
  *
  * Memory is per process and holds the merged list (five bytes a prefix), so that a spec
  * change (budget, channel, selector) republishes without reading the list again.
@@ -23,8 +27,9 @@ import {
   type BlocklistSourceStatus,
   MALFORMED_LINES_SHOWN,
   type MalformedLineReport,
+  type RefusedLineReport,
 } from '../../api/blocklist-source.ts';
-import type { ParseResult, PrefixList } from '../blocklist/index.ts';
+import type { ParseResult, PrefixList, ShortestPrefix } from '../blocklist/index.ts';
 import type { ReadFailureReason } from './reasons.ts';
 import type { ResolvedSpec } from './spec.ts';
 
@@ -46,10 +51,16 @@ export interface ReadSummary {
   readonly normalised: number;
   /** The first refused lines. */
   readonly malformedLines: readonly MalformedLineReport[];
+  /** Well-formed prefixes refused as shorter than `shortestPrefix`: not among `entries`. */
+  readonly refused: number;
+  /** The first of them. */
+  readonly refusedLines: readonly RefusedLineReport[];
+  /** The floor the list was read with. */
+  readonly shortestPrefix: ShortestPrefix;
 }
 
-/** The summary of a parse, with the first refused lines. */
-export function readSummary(parse: ParseResult): ReadSummary {
+/** The summary of a parse made with floor `shortestPrefix`, with the first refused lines. */
+export function readSummary(parse: ParseResult, shortestPrefix: ShortestPrefix): ReadSummary {
   const { counts } = parse;
   return {
     lines: counts.lines,
@@ -59,6 +70,9 @@ export function readSummary(parse: ParseResult): ReadSummary {
     malformedLines: parse.malformed
       .slice(0, MALFORMED_LINES_SHOWN)
       .map((m) => ({ line: m.line, reason: m.reason, text: m.text })),
+    refused: counts.tooShort,
+    refusedLines: parse.tooShort.slice(0, MALFORMED_LINES_SHOWN).map((r) => ({ line: r.line, text: r.text })),
+    shortestPrefix,
   };
 }
 
@@ -69,15 +83,19 @@ export interface ListData {
   readonly merged: PrefixList;
   readonly summary: ReadSummary;
   readonly validators: Validators;
-  /** When the list was last received (a 200). */
+  /**
+   * When the read that received the list (a 200) started: the data is as old as the
+   * request, however long the body took.
+   */
   readonly readAt: number;
-  /** When the list was last known current (a 200 or a 304). */
+  /** When the last read that found the list current (a 200 or a 304) started. */
   readonly checkedAt: number;
 }
 
 /** The last read, if it failed. */
 export interface ReadFailure {
   readonly url: string;
+  /** When the failed read started: the retry is counted from there. */
   readonly at: number;
   readonly reason: ReadFailureReason;
   readonly message: string;
@@ -99,6 +117,12 @@ export const ReadWhy = {
   Retry: 'Retry',
   /** The URL is not the one last read. */
   UrlChanged: 'UrlChanged',
+  /**
+   * Just started, within the interval, but what is published no longer matches the
+   * status (an object deleted or edited while the operator was away): read now to
+   * republish, rather than leave it broken until the next scheduled read.
+   */
+  Repair: 'Repair',
 } as const;
 export type ReadWhy = (typeof ReadWhy)[keyof typeof ReadWhy];
 
@@ -117,7 +141,10 @@ export interface ReadInput {
   readonly generation: number | undefined;
   readonly status: BlocklistSourceStatus | undefined;
   readonly memory: SourceMemory | undefined;
-  /** Every object the status says is published is present. */
+  /**
+   * What is published matches the status: every object present, untampered, the shards
+   * hashing to its fingerprint (`publishedIntact`). Only consulted with nothing in memory.
+   */
   readonly publishedComplete: boolean;
 }
 
@@ -156,10 +183,11 @@ export function decideRead(input: ReadInput): ReadDecision {
   if (memory?.data || memory?.failure) return { read: true, why: ReadWhy.UrlChanged, validators: undefined };
   const last = input.status?.lastRefreshTime ? Date.parse(input.status.lastRefreshTime) : Number.NaN;
   const sameSpec = input.generation !== undefined && input.status?.observedGeneration === input.generation;
-  if (Number.isFinite(last) && sameSpec && input.publishedComplete) {
+  if (Number.isFinite(last) && sameSpec) {
     const at = last + spec.refreshIntervalMs;
-    if (now < at) return { read: false, nextReadAt: at };
-    return { read: true, why: ReadWhy.Due, validators: undefined };
+    if (now >= at) return { read: true, why: ReadWhy.Due, validators: undefined };
+    if (!input.publishedComplete) return { read: true, why: ReadWhy.Repair, validators: undefined };
+    return { read: false, nextReadAt: at };
   }
   return { read: true, why: ReadWhy.FirstRead, validators: undefined };
 }
@@ -175,13 +203,16 @@ export type ReadResult =
   | { readonly kind: 'NotModified' }
   | { readonly kind: 'Failed'; readonly reason: ReadFailureReason; readonly message: string };
 
-/** The memory after a read of `url` at `now`. Pure. */
+/**
+ * The memory after a read of `url` that started at `startedAt` (not when it ended: the
+ * next read is due an interval after this one started, see rule 2). Pure.
+ */
 export function remember(
   memory: SourceMemory | undefined,
   uid: string,
   url: string,
   result: ReadResult,
-  now: number,
+  startedAt: number,
 ): SourceMemory {
   const previous = memory?.uid === uid ? memory : undefined;
   switch (result.kind) {
@@ -193,20 +224,20 @@ export function remember(
           merged: result.merged,
           summary: result.summary,
           validators: result.validators,
-          readAt: now,
-          checkedAt: now,
+          readAt: startedAt,
+          checkedAt: startedAt,
         },
       };
     case 'NotModified': {
       const data = usableData(previous, url);
       // A 304 to a read we did not make conditional cannot happen; without data it means nothing.
-      return data ? { uid, data: { ...data, checkedAt: now } } : { uid };
+      return data ? { uid, data: { ...data, checkedAt: startedAt } } : { uid };
     }
     case 'Failed':
       return {
         uid,
         ...(previous?.data ? { data: previous.data } : {}),
-        failure: { url, at: now, reason: result.reason, message: result.message },
+        failure: { url, at: startedAt, reason: result.reason, message: result.message },
       };
     default:
       return result satisfies never;

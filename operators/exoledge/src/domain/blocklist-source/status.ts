@@ -21,6 +21,7 @@ import {
   type EntryCounts,
 } from '../../api/blocklist-source.ts';
 import { DropReason } from '../blocklist/index.ts';
+import type { PolicyMapDecision } from './policy-map.ts';
 import { LABEL_SOURCE, type PublishedSet } from './publication.ts';
 import { BudgetReason, ConditionType, ReadyReason, SourceReadReason } from './reasons.ts';
 import type { ListData, ReadFailure } from './refresh.ts';
@@ -35,7 +36,17 @@ export type PublicationOutcome =
   /** A write failed: `object` names it. */
   | { readonly kind: 'ApplyFailed'; readonly object: string; readonly message: string }
   /** A name we need is taken by an object that is not ours. */
-  | { readonly kind: 'NameConflict'; readonly object: string };
+  | { readonly kind: 'NameConflict'; readonly object: string }
+  /**
+   * The set would overflow the policy map the older enforced sources with the same
+   * podSelector share with it: nothing was written, nothing deleted.
+   */
+  | {
+      readonly kind: 'PolicyMapBudgetExceeded';
+      /** The prefixes the set would publish. */
+      readonly planned: number;
+      readonly decision: Extract<PolicyMapDecision, { admitted: false }>;
+    };
 
 export interface StatusInput {
   readonly now: Date;
@@ -75,6 +86,32 @@ function droppedGroups(set: PublishedSet): DroppedGroup[] {
 
 function describeDrops(groups: readonly DroppedGroup[]): string {
   return groups.map((g) => `${g.family} /${g.prefixLength}: ${n(g.count)}`).join(', ');
+}
+
+/** The prefixes refused under the floor: how many, the floor, the first lines; and what the budget dropped. */
+function describeRefused(s: ListData['summary'], dropped: number): string {
+  const lines = s.refusedLines.map((r) => `line ${r.line} "${r.text}"`).join(', ');
+  const more = s.refused > s.refusedLines.length ? `, and ${n(s.refused - s.refusedLines.length)} more` : '';
+  return (
+    `refused ${plural(s.refused, 'prefix', 'prefixes')} shorter than /${s.shortestPrefix.ipv4} (IPv4) or ` +
+    `/${s.shortestPrefix.ipv6} (IPv6), never published: they would block far more than a list means to ` +
+    `(${lines}${more}; see status.refusedLines); the rest of the list is published` +
+    (dropped > 0 ? `, less ${n(dropped)} dropped by the budget (see status.dropped)` : '')
+  );
+}
+
+/** What the older sources of a policy-map group hold, for a message. */
+export function describePolicyMapRefusal(
+  planned: number,
+  decision: Extract<PolicyMapDecision, { admitted: false }>,
+): string {
+  const others = decision.older.map((o) => `${o.name}: ${n(o.entries)}`).join(', ');
+  return (
+    `Cilium's policy map holds ${n(decision.limit)} entries per endpoint, shared by every enforced source ` +
+    `with the same podSelector: this source would publish ${n(planned)} beside the ${n(decision.total - planned)} ` +
+    `of the older ones (${others}), ${n(decision.total)} in all. Nothing new is published; what was published ` +
+    'before stays. Lower maxEntries here or on an older source, or remove one'
+  );
 }
 
 function where(spec: ResolvedSpec, set: PublishedSet, deciderNamespace: string, sourceName: string): string {
@@ -124,7 +161,8 @@ export function nextStatus(name: string, input: StatusInput): BlocklistSourceSta
       reason: SourceReadReason.Read,
       message:
         `read ${data.url}: ${plural(s.lines, 'line')}, ${plural(s.entries, 'entry', 'entries')}, ` +
-        `${n(s.malformed)} malformed${s.malformed ? ' (see status.malformedLines)' : ''}, ${n(s.normalised)} with host bits cleared`,
+        `${n(s.malformed)} malformed${s.malformed ? ' (see status.malformedLines)' : ''}, ${n(s.normalised)} with host bits cleared` +
+        (s.refused ? `, ${n(s.refused)} refused as too short (see status.refusedLines)` : ''),
     });
   }
 
@@ -141,8 +179,9 @@ export function nextStatus(name: string, input: StatusInput): BlocklistSourceSta
         merged: published.merged,
         published: published.published,
         dropped: published.merged - published.published,
+        refused: s.refused,
       };
-      const { dropped: _d, malformedLines: _m, ...rest } = next;
+      const { dropped: _d, malformedLines: _m, refusedLines: _r, ...rest } = next;
       next = {
         ...rest,
         observedGeneration: generation,
@@ -150,6 +189,7 @@ export function nextStatus(name: string, input: StatusInput): BlocklistSourceSta
         entries,
         ...(dropped.length ? { dropped } : {}),
         ...(s.malformedLines.length ? { malformedLines: s.malformedLines } : {}),
+        ...(s.refusedLines.length ? { refusedLines: s.refusedLines } : {}),
         shards: published.shards.length,
         fingerprint: published.fingerprint,
         lastRefreshTime: rfc3339(publication.data.readAt),
@@ -167,7 +207,15 @@ export function nextStatus(name: string, input: StatusInput): BlocklistSourceSta
       } else {
         set({ type: ConditionType.Ready, status: 'True', reason: ReadyReason.Published, message: inForce });
       }
-      if (entries.dropped === 0) {
+      if (s.refused > 0) {
+        // Before the budget: a list that says "block everything" needs a human first.
+        set({
+          type: ConditionType.AllEntriesPublished,
+          status: 'False',
+          reason: BudgetReason.PrefixesRefused,
+          message: describeRefused(s, entries.dropped),
+        });
+      } else if (entries.dropped === 0) {
         set({
           type: ConditionType.AllEntriesPublished,
           status: 'True',
@@ -226,6 +274,14 @@ export function nextStatus(name: string, input: StatusInput): BlocklistSourceSta
         message:
           `${publication.object} exists and is not ours (no ${LABEL_SOURCE}=${name} label): ` +
           'it is left alone; rename this source or remove that object',
+      });
+      break;
+    case 'PolicyMapBudgetExceeded':
+      set({
+        type: ConditionType.Ready,
+        status: 'False',
+        reason: ReadyReason.PolicyMapBudgetExceeded,
+        message: describePolicyMapRefusal(publication.planned, publication.decision),
       });
       break;
     default:

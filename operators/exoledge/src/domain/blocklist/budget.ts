@@ -159,16 +159,30 @@ export function budget(merged: PrefixList, options: BudgetOptions = {}): BudgetR
   }
 
   const seen6 = new Float64Array(129);
-  const k6a: bigint[] = [];
-  const k6l: number[] = [];
-  const d6a: bigint[] = [];
-  const d6l: number[] = [];
-  for (let i = 0; i < ipv6.addresses.length; i++) {
+  const n6 = ipv6.lengths.length;
+  const keptFlags6 = new Uint8Array(n6);
+  let kept6 = 0;
+  for (let i = 0; i < n6; i++) {
     const l = ipv6.lengths[i]!;
     const cut = v6Cut[l]!;
-    const keep = l <= v6Max && (cut === 0 || seen6[l]!++ < v6AtLength[l]! - cut);
-    (keep ? k6a : d6a).push(ipv6.addresses[i]!);
-    (keep ? k6l : d6l).push(l);
+    if (l <= v6Max && (cut === 0 || seen6[l]!++ < v6AtLength[l]! - cut)) {
+      keptFlags6[i] = 1;
+      kept6++;
+    }
+  }
+  const k6w = new Uint32Array(4 * kept6);
+  const k6l = new Uint8Array(kept6);
+  const d6w = new Uint32Array(4 * (n6 - kept6));
+  const d6l = new Uint8Array(n6 - kept6);
+  for (let i = 0, k = 0, d = 0; i < n6; i++) {
+    const from = ipv6.words.subarray(4 * i, 4 * i + 4);
+    if (keptFlags6[i] === 1) {
+      k6w.set(from, 4 * k);
+      k6l[k++] = ipv6.lengths[i]!;
+    } else {
+      d6w.set(from, 4 * d);
+      d6l[d++] = ipv6.lengths[i]!;
+    }
   }
 
   const drops: DropGroup[] = [];
@@ -201,10 +215,10 @@ export function budget(merged: PrefixList, options: BudgetOptions = {}): BudgetR
   }
 
   return {
-    kept: { ipv4: { addresses: k4a, lengths: k4l }, ipv6: { addresses: k6a, lengths: Uint8Array.from(k6l) } },
+    kept: { ipv4: { addresses: k4a, lengths: k4l }, ipv6: { words: k6w, lengths: k6l } },
     dropped: {
       ipv4: { addresses: d4a, lengths: d4l },
-      ipv6: { addresses: d6a, lengths: Uint8Array.from(d6l) },
+      ipv6: { words: d6w, lengths: d6l },
     },
     drops,
   };

@@ -17,3 +17,17 @@ export function fingerprint(list: PrefixList): string {
 export function fingerprintOfText(text: Uint8Array): string {
   return createHash('sha256').update(text).digest('hex');
 }
+
+/** The same, fed the canonical text piece by piece (see `canonicalTextPieces`). */
+export class Fingerprinter {
+  readonly #hash = createHash('sha256');
+
+  update(piece: Uint8Array): void {
+    this.#hash.update(piece);
+  }
+
+  /** The fingerprint of every piece given; call once. */
+  digest(): string {
+    return this.#hash.digest('hex');
+  }
+}

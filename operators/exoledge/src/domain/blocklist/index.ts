@@ -15,14 +15,15 @@ export {
   DropReason,
   IPV6_EQUIVALENT_OFFSET,
 } from './budget.ts';
-export { fingerprint, fingerprintOfText } from './fingerprint.ts';
-export { canonicalStrings, canonicalText, formatPrefix } from './format.ts';
+export { Fingerprinter, fingerprint, fingerprintOfText } from './fingerprint.ts';
+export { canonicalStrings, canonicalText, canonicalTextPieces, formatPrefix, PIECE_BYTES } from './format.ts';
 export { formatIpv4 } from './ipv4.ts';
 export { formatIpv6 } from './ipv6.ts';
 export { merge } from './merge.ts';
 export {
   BlocklistParser,
   DEFAULT_DETAIL_LIMIT,
+  DEFAULT_SHORTEST_PREFIX,
   type MalformedLine,
   MalformedReason,
   type NormalisedLine,
@@ -30,6 +31,8 @@ export {
   type ParseOptions,
   type ParseResult,
   parseBlocklist,
+  type RefusedLine,
+  type ShortestPrefix,
 } from './parse.ts';
 export {
   EMPTY_PREFIX_LIST,

@@ -5,9 +5,13 @@
  * rules as a plain IPv4 address). No zone index (`%eth0`): a zone names a link on one
  * host, it has no meaning in a list shared between machines. Writing follows RFC 5952
  * section 4: lower case, no leading zeros, the longest run of two or more zero groups
- * (the first on a tie) written `::`. The mixed `::ffff:1.2.3.4` form of section 5 is a
- * recommendation we do not follow: one canonical spelling, always hexadecimal, keeps the
- * published set and its fingerprint simple.
+ * (the first on a tie) written `::`, a single zero group never. Section 5's mixed
+ * `::ffff:192.0.2.1` form never arises: the parser reads IPv4-mapped addresses as the
+ * IPv4 addresses they are, so they are written as IPv4 and never reach this writer.
+ *
+ * Lists hold addresses as four 32-bit words each, most significant first (see
+ * `Ipv6Prefixes`): a bigint per address made reading, sorting and writing a list of
+ * lone addresses several times slower. Bigints remain at the edges, for single values.
  */
 
 const COLON = 0x3a;
@@ -124,35 +128,72 @@ export function readIpv6Groups(
   return undefined;
 }
 
-const TWO_32 = 4294967296;
-
-/** The 128-bit value of eight groups, built from exact 48-, 48- and 32-bit pieces. */
-export function ipv6FromGroups(g: Uint16Array): bigint {
-  const hi = (g[0]! * 65536 + g[1]!) * 65536 + g[2]!;
-  const mid = (g[3]! * 65536 + g[4]!) * 65536 + g[5]!;
-  const lo = g[6]! * 65536 + g[7]!;
-  return (BigInt(hi) << 80n) | (BigInt(mid) << 32n) | BigInt(lo);
+/** Writes the four words of eight groups at `words[at..at+3]`. */
+export function wordsFromGroups(g: Uint16Array, words: Uint32Array, at: number): void {
+  words[at] = g[0]! * 65536 + g[1]!;
+  words[at + 1] = g[2]! * 65536 + g[3]!;
+  words[at + 2] = g[4]! * 65536 + g[5]!;
+  words[at + 3] = g[6]! * 65536 + g[7]!;
 }
 
-/** Writes the eight groups of `address` into `out`. */
-export function ipv6Groups(address: bigint, out: Uint16Array): void {
-  const hi = Number(address >> 80n);
-  const mid = Number((address >> 32n) & 0xffffffffffffn);
-  const lo = Number(address & 0xffffffffn);
-  out[0] = Math.floor(hi / TWO_32);
-  out[1] = Math.floor(hi / 65536) % 65536;
-  out[2] = hi % 65536;
-  out[3] = Math.floor(mid / TWO_32);
-  out[4] = Math.floor(mid / 65536) % 65536;
-  out[5] = mid % 65536;
-  out[6] = Math.floor(lo / 65536);
-  out[7] = lo % 65536;
+/** Writes the eight groups of the address at `words[at..at+3]` into `out`. */
+export function groupsOfWords(words: Uint32Array, at: number, out: Uint16Array): void {
+  for (let k = 0; k < 4; k++) {
+    const w = words[at + k]!;
+    out[2 * k] = w >>> 16;
+    out[2 * k + 1] = w & 0xffff;
+  }
+}
+
+/** The 128-bit value of the address at `words[at..at+3]`. */
+export function ipv6FromWords(words: Uint32Array, at: number): bigint {
+  return (
+    (BigInt(words[at]!) << 96n) |
+    (BigInt(words[at + 1]!) << 64n) |
+    (BigInt(words[at + 2]!) << 32n) |
+    BigInt(words[at + 3]!)
+  );
+}
+
+/** Writes the four words of `address` (0 to 2^128 - 1) at `words[at..at+3]`. */
+export function wordsOfIpv6(address: bigint, words: Uint32Array, at: number): void {
+  words[at] = Number((address >> 96n) & 0xffffffffn);
+  words[at + 1] = Number((address >> 64n) & 0xffffffffn);
+  words[at + 2] = Number((address >> 32n) & 0xffffffffn);
+  words[at + 3] = Number(address & 0xffffffffn);
+}
+
+/** The host-bit mask of word `k` (0 most significant) in a /length. */
+export function hostMaskWord(length: number, k: number): number {
+  const networkBits = length - 32 * k;
+  if (networkBits >= 32) return 0;
+  if (networkBits <= 0) return 0xffffffff;
+  return 0xffffffff >>> networkBits;
+}
+
+/** Clears the host bits of the address at `words[at..at+3]`; returns whether any was set. */
+export function clearHostBits(words: Uint32Array, at: number, length: number): boolean {
+  let had = false;
+  for (let k = 0; k < 4; k++) {
+    const mask = hostMaskWord(length, k);
+    const w = words[at + k]!;
+    if ((w & mask) !== 0) {
+      had = true;
+      words[at + k] = (w & ~mask) >>> 0;
+    }
+  }
+  return had;
 }
 
 const scratch = new Uint16Array(8);
+const scratchWords = new Uint32Array(4);
 
-/** Where `::` goes in `groups`: the first longest run of two or more zero groups, or [-1, 1]. */
-function zeroRun(groups: Uint16Array): [start: number, length: number] {
+/**
+ * Where `::` goes in `groups`: the first longest run of two or more zero groups, as
+ * `(start + 1) * 16 + length`, or 0 for none; a number, so that writing a line of a
+ * list allocates nothing.
+ */
+function zeroRun(groups: Uint16Array): number {
   let best = -1;
   let bestLength = 1;
   for (let i = 0; i < 8; ) {
@@ -168,13 +209,21 @@ function zeroRun(groups: Uint16Array): [start: number, length: number] {
     }
     i = j;
   }
-  return [best, bestLength];
+  return best < 0 ? 0 : (best + 1) * 16 + bestLength;
 }
 
 /** RFC 5952 text of an IPv6 address. */
 export function formatIpv6(address: bigint): string {
-  ipv6Groups(address, scratch);
-  const [best, bestLength] = zeroRun(scratch);
+  wordsOfIpv6(address, scratchWords, 0);
+  return formatIpv6Words(scratchWords, 0);
+}
+
+/** RFC 5952 text of the address at `words[at..at+3]`. */
+export function formatIpv6Words(words: Uint32Array, at: number): string {
+  groupsOfWords(words, at, scratch);
+  const run = zeroRun(scratch);
+  const best = (run >> 4) - 1;
+  const bestLength = run & 15;
   let text = '';
   for (let i = 0; i < 8; i++) {
     if (i === best) {
@@ -191,25 +240,35 @@ export function formatIpv6(address: bigint): string {
 /** The longest canonical IPv6 line: eight groups of four, seven colons, `/128`, newline. */
 export const MAX_IPV6_LINE = 44;
 
-const HEX = Buffer.from('0123456789abcdef', 'latin1');
+const HEX = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
 
 /**
- * Writes the RFC 5952 text of `address` and `/length` at `pos` in `out` and returns the
- * position after it: the same text as `formatIpv6`, without building a string per line.
+ * Writes the RFC 5952 text of the address at `words[at..at+3]` and `/length` at `pos` in
+ * `out` and returns the position after it: the same text as `formatIpv6Words`, without
+ * building a string per line.
  */
-export function writeIpv6Prefix(out: Uint8Array, pos: number, address: bigint, length: number): number {
-  ipv6Groups(address, scratch);
-  const [best, bestLength] = zeroRun(scratch);
+export function writeIpv6Prefix(
+  out: Uint8Array,
+  pos: number,
+  words: Uint32Array,
+  at: number,
+  length: number,
+): number {
+  const g8 = scratch;
+  groupsOfWords(words, at, g8);
+  const run = zeroRun(g8);
+  const best = (run >> 4) - 1;
+  const after = best + (run & 15);
   let p = pos;
   for (let i = 0; i < 8; i++) {
     if (i === best) {
       out[p++] = 0x3a;
       out[p++] = 0x3a;
-      i += bestLength - 1;
+      i = after - 1;
       continue;
     }
-    if (i > 0 && i !== best + bestLength) out[p++] = 0x3a;
-    const g = scratch[i]!;
+    if (i > 0 && i !== after) out[p++] = 0x3a;
+    const g = g8[i]!;
     if (g >= 0x1000) out[p++] = HEX[g >> 12]!;
     if (g >= 0x100) out[p++] = HEX[(g >> 8) & 15]!;
     if (g >= 0x10) out[p++] = HEX[(g >> 4) & 15]!;
@@ -222,14 +281,8 @@ export function writeIpv6Prefix(out: Uint8Array, pos: number, address: bigint, l
   return p;
 }
 
-/** `SHIFT_V6[len]` is 128 - len as a bigint: the host bits of a /len. */
-export const SHIFT_V6: readonly bigint[] = Array.from({ length: 129 }, (_, len) => BigInt(128 - len));
-
 /** `BLOCK_SIZE_V6[len]` is the number of addresses in a /len: 2^(128 - len). */
-export const BLOCK_SIZE_V6: readonly bigint[] = SHIFT_V6.map((s) => 1n << s);
-
-/** The network address of `address` in a /len: host bits cleared. */
-export function ipv6Network(address: bigint, length: number): bigint {
-  const shift = SHIFT_V6[length]!;
-  return (address >> shift) << shift;
-}
+export const BLOCK_SIZE_V6: readonly bigint[] = Array.from(
+  { length: 129 },
+  (_, len) => 1n << BigInt(128 - len),
+);

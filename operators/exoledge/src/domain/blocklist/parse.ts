@@ -11,14 +11,20 @@
  * up, because the intent is unambiguous: the prefix is read as 1.2.3.0/24 and the fix is
  * reported.
  *
+ * Two more rules shape what an entry is. An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`,
+ * or a mapped prefix of /96 or longer, `::ffff:1.2.3.0/120`) is the IPv4 address or
+ * prefix it maps (length - 96): the same host, so the same entry. And with
+ * `shortestPrefix`, a prefix shorter than the floor (`0.0.0.0/0`) is refused and
+ * reported: well-formed, but denying it would deny the world.
+ *
  * Speed: three million lines are read from the bytes as they are, with no string per
  * line, no regular expression and no object per entry; IPv4 entries go straight into
- * typed arrays, plain `a.b.c.d` lines through a fast path. Only IPv6 entries (a bigint
- * each) and reported lines allocate. `BlocklistParser` takes the input piece by piece,
+ * typed arrays, plain `a.b.c.d` lines through a fast path; IPv6 entries as four 32-bit
+ * words each. Only reported lines allocate. `BlocklistParser` takes the input piece by piece,
  * so that nobody needs to hold a whole list in memory to read it.
  */
 import { formatIpv4, MASK_V4 } from './ipv4.ts';
-import { formatIpv6, ipv6FromGroups, ipv6Network, readIpv6Groups } from './ipv6.ts';
+import { clearHostBits, formatIpv6Words, readIpv6Groups, wordsFromGroups } from './ipv6.ts';
 import type { PrefixList } from './prefix-list.ts';
 
 /** Why a line was refused. */
@@ -72,13 +78,42 @@ export interface NormalisedLine {
   readonly prefix: string;
 }
 
+/** A well-formed entry refused because its prefix is shorter than the floor. */
+export interface RefusedLine {
+  readonly line: number;
+  /** The line as written, trimmed, cut at `MAX_REPORTED_TEXT` characters. */
+  readonly text: string;
+  /** The prefix it reads as: `0.0.0.0/0`, `1.0.0.0/7`. */
+  readonly prefix: string;
+}
+
+/** The shortest prefix length accepted in each family; shorter ones are refused. */
+export interface ShortestPrefix {
+  readonly ipv4: number;
+  readonly ipv6: number;
+}
+
+/**
+ * The operator's floor: nobody blocks a /7 of IPv4 or a /31 of IPv6 on purpose, and a
+ * stray `0.0.0.0/0` or `::/0` in a list would, with `enforce`, deny the whole world.
+ */
+export const DEFAULT_SHORTEST_PREFIX: ShortestPrefix = { ipv4: 8, ipv6: 32 };
+
 export interface ParseOptions {
   /**
-   * How many malformed and normalised lines to describe one by one (the counts are
-   * always exact). A list of three million garbage lines must not cost three million
+   * How many malformed, refused and normalised lines to describe one by one (the counts
+   * are always exact). A list of three million garbage lines must not cost three million
    * report objects. Default `DEFAULT_DETAIL_LIMIT`.
    */
   readonly detailLimit?: number;
+  /**
+   * Entries with a prefix shorter than this (`0.0.0.0/0` under a /8 floor) are not
+   * entries: they are counted in `tooShort` and described in `ParseResult.tooShort`,
+   * never in `entries`. They are well-formed, so they are not `malformed`. Absent:
+   * nothing is refused for its length. An IPv4-mapped IPv6 entry is held to the IPv4
+   * floor, as the IPv4 prefix it is read as.
+   */
+  readonly shortestPrefix?: ShortestPrefix;
 }
 
 export const DEFAULT_DETAIL_LIMIT = 1000;
@@ -94,7 +129,12 @@ export interface ParseCounts {
   readonly ipv4: number;
   readonly ipv6: number;
   readonly malformed: number;
-  /** Entries whose host bits were set and cleared. */
+  /**
+   * Well-formed entries refused for a prefix shorter than `shortestPrefix`. Every line
+   * is exactly one of blank, comments, ipv4, ipv6, malformed, tooShort.
+   */
+  readonly tooShort: number;
+  /** Entries whose host bits were set and cleared (refused ones not included). */
   readonly normalised: number;
 }
 
@@ -104,6 +144,8 @@ export interface ParseResult {
   readonly counts: ParseCounts;
   /** The first `detailLimit` refused lines, in file order. */
   readonly malformed: readonly MalformedLine[];
+  /** The first `detailLimit` entries refused for a too-short prefix, in file order. */
+  readonly tooShort: readonly RefusedLine[];
   /** The first `detailLimit` normalised prefixes, in file order. */
   readonly normalised: readonly NormalisedLine[];
 }
@@ -201,20 +243,32 @@ class ParseState {
   v4Addresses: Uint32Array;
   v4Lengths: Uint8Array;
   v4Count = 0;
-  readonly v6Addresses: bigint[] = [];
-  readonly v6Lengths: number[] = [];
+  v6Words = new Uint32Array(0);
+  v6Lengths = new Uint8Array(0);
+  v6Count = 0;
+  /** The input size if known: the first IPv6 entry sizes the IPv6 columns by it. */
+  readonly expectedBytes: number;
   /** Scratch for the IPv6 reader. */
   readonly groups = new Uint16Array(8);
+  readonly scratchWords = new Uint32Array(4);
   readonly malformed: MalformedLine[] = [];
   readonly normalised: NormalisedLine[] = [];
+  readonly tooShort: RefusedLine[] = [];
+  /** The shortest lengths accepted; 0 when nothing is refused for its length. */
+  readonly v4Floor: number;
+  readonly v6Floor: number;
   line = 0;
   blank = 0;
   comments = 0;
   malformedCount = 0;
   normalisedCount = 0;
+  tooShortCount = 0;
 
-  constructor(detailLimit: number, expectedBytes: number) {
+  constructor(detailLimit: number, expectedBytes: number, shortest: ShortestPrefix | undefined) {
     this.detailLimit = detailLimit;
+    this.expectedBytes = expectedBytes;
+    this.v4Floor = shortest?.ipv4 ?? 0;
+    this.v6Floor = shortest?.ipv6 ?? 0;
     const capacity = ipv4Bound(expectedBytes);
     this.v4Addresses = new Uint32Array(capacity);
     this.v4Lengths = new Uint8Array(capacity);
@@ -233,6 +287,26 @@ class ParseState {
     this.v4Lengths = lengths;
   }
 
+  /** Where the next IPv6 entry's words go, making room for it. */
+  nextIpv6(): number {
+    if (this.v6Count === this.v6Lengths.length) {
+      // Sized at once for a list of IPv6 lines of a typical length (growing means
+      // copying); untouched pages cost nothing, so a list of mostly IPv4 loses nothing.
+      const capacity = Math.max(
+        1024,
+        this.v6Lengths.length * 2,
+        Math.ceil(this.expectedBytes / IPV6_TYPICAL_LINE),
+      );
+      const words = new Uint32Array(4 * capacity);
+      words.set(this.v6Words);
+      this.v6Words = words;
+      const lengths = new Uint8Array(capacity);
+      lengths.set(this.v6Lengths);
+      this.v6Lengths = lengths;
+    }
+    return 4 * this.v6Count;
+  }
+
   normalisedIpv4(line: number, from: number, to: number, network: number, length: number): void {
     this.normalisedCount++;
     if (this.normalised.length < this.detailLimit) {
@@ -242,6 +316,37 @@ class ParseState {
         prefix: `${formatIpv4(network)}/${length}`,
       });
     }
+  }
+
+  /** A well-formed entry under the floor; `prefix` is built only for the lines described. */
+  refusedShort(line: number, lineStart: number, prefix: () => string): void {
+    this.tooShortCount++;
+    if (this.tooShort.length < this.detailLimit) {
+      this.tooShort.push({ line, text: lineText(this.bytes, lineStart), prefix: prefix() });
+    }
+  }
+
+  /**
+   * Records an IPv4 entry read by the general reader (plain, or IPv4-mapped IPv6): refused
+   * under the floor, else host bits cleared (and reported) and stored.
+   */
+  ipv4Entry(
+    line: number,
+    lineStart: number,
+    tokenStart: number,
+    tokenEnd: number,
+    address: number,
+    length: number,
+  ): void {
+    const network = (address & MASK_V4[length]!) >>> 0;
+    if (length < this.v4Floor) {
+      this.refusedShort(line, lineStart, () => `${formatIpv4(network)}/${length}`);
+      return;
+    }
+    if (network !== address) this.normalisedIpv4(line, tokenStart, tokenEnd, network, length);
+    this.v4Addresses[this.v4Count] = network;
+    this.v4Lengths[this.v4Count] = length;
+    this.v4Count++;
   }
 
   refused(line: number, lineStart: number, fail: Fail, ipv6Message: string): void {
@@ -255,6 +360,9 @@ class ParseState {
     }
   }
 }
+
+/** A typical IPv6 line with its newline (`2001:db8:85a3::8a2e:370:7334\n` is 29). */
+const IPV6_TYPICAL_LINE = 24;
 
 /**
  * How many IPv4 entries `bytes` bytes can hold at most: each takes 8 with its newline
@@ -302,7 +410,11 @@ export class BlocklistParser {
 
   /** `expectedBytes`: the input size if known, to size the arrays once. */
   constructor(options: ParseOptions & { readonly expectedBytes?: number } = {}) {
-    this.#state = new ParseState(options.detailLimit ?? DEFAULT_DETAIL_LIMIT, options.expectedBytes ?? 0);
+    this.#state = new ParseState(
+      options.detailLimit ?? DEFAULT_DETAIL_LIMIT,
+      options.expectedBytes ?? 0,
+      options.shortestPrefix,
+    );
   }
 
   push(piece: Uint8Array): void {
@@ -341,18 +453,23 @@ export class BlocklistParser {
           addresses: state.v4Addresses.subarray(0, state.v4Count),
           lengths: state.v4Lengths.subarray(0, state.v4Count),
         },
-        ipv6: { addresses: state.v6Addresses, lengths: Uint8Array.from(state.v6Lengths) },
+        ipv6: {
+          words: state.v6Words.subarray(0, 4 * state.v6Count),
+          lengths: state.v6Lengths.subarray(0, state.v6Count),
+        },
       },
       counts: {
         lines: state.line,
         blank: state.blank,
         comments: state.comments,
         ipv4: state.v4Count,
-        ipv6: state.v6Addresses.length,
+        ipv6: state.v6Count,
         malformed: state.malformedCount,
+        tooShort: state.tooShortCount,
         normalised: state.normalisedCount,
       },
       malformed: state.malformed,
+      tooShort: state.tooShort,
       normalised: state.normalised,
     };
   }
@@ -388,13 +505,13 @@ export function parseBlocklist(input: Uint8Array | string, options: ParseOptions
  */
 function readLines(state: ParseState, bytes: Uint8Array, from: number, to: number): void {
   state.bytes = bytes;
-  const { v4Addresses, v4Lengths } = state;
+  const { v4Addresses, v4Lengths, v4Floor } = state;
   let v4Count = state.v4Count;
   let line = state.line;
   let i = from;
   while (i < to) {
     line++;
-    const newline = readPlainIpv4(bytes, i, v4Addresses, v4Lengths, v4Count);
+    const newline = readPlainIpv4(bytes, i, v4Addresses, v4Lengths, v4Count, v4Floor);
     if (newline >= 0) {
       v4Count++;
       i = newline + 1;
@@ -410,7 +527,8 @@ function readLines(state: ParseState, bytes: Uint8Array, from: number, to: numbe
 
 /**
  * The fast path, for the shape of nearly every line of a big list: `a.b.c.d` or
- * `a.b.c.d/len` without host bits, at the very start of the line, then the newline.
+ * `a.b.c.d/len` without host bits and not under the floor, at the very start of the
+ * line, then the newline.
  * Writes the address and the length at `at` and returns the index of the newline; or
  * returns -1 and leaves the line to `readLine`, which decides everything else, every
  * refusal and every report included. It accepts nothing `readLine` would refuse. Reading
@@ -422,6 +540,7 @@ function readPlainIpv4(
   addresses: Uint32Array,
   lengths: Uint8Array,
   at: number,
+  floor: number,
 ): number {
   let p = i;
   let address = 0;
@@ -458,8 +577,8 @@ function readPlainIpv4(
       d = (bytes[++p] ?? LF) - D0;
     }
   }
-  // Host bits set: a line to report, which the general reader does.
-  if (d !== LF - D0 || (address & MASK_V4[length]!) >>> 0 !== address) return -1;
+  // Host bits set or under the floor: a line to report, which the general reader does.
+  if (d !== LF - D0 || length < floor || (address & MASK_V4[length]!) >>> 0 !== address) return -1;
   addresses[at] = address;
   lengths[at] = length;
   return p;
@@ -555,11 +674,7 @@ function readLine(state: ParseState, lineStart: number, line: number): number {
         if (c !== LF && c !== HASH && c !== SEMI) fail = Fail.TrailingText;
       }
       if (fail === Fail.None) {
-        const network = (address & MASK_V4[length]!) >>> 0;
-        if (network !== address) state.normalisedIpv4(line, tokenStart, tokenEnd, network, length);
-        state.v4Addresses[state.v4Count] = network;
-        state.v4Lengths[state.v4Count] = length;
-        state.v4Count++;
+        state.ipv4Entry(line, lineStart, tokenStart, tokenEnd, address, length);
         return endOfLine(bytes, i) + 1;
       }
     }
@@ -606,27 +721,45 @@ function readLine(state: ParseState, lineStart: number, line: number): number {
       while (c === SP || c === TAB || c === CR) c = bytes[++i] ?? LF;
       if (c !== LF && c !== HASH && c !== SEMI) fail = Fail.TrailingText;
     }
+    if (fail === Fail.None && length >= 96 && isIpv4Mapped(state.groups)) {
+      // `::ffff:1.2.3.4` is 1.2.3.4 as an IPv6 socket sees it: the same host, so the same
+      // entry, merged and written as IPv4 (RFC 4291 section 2.5.5.2).
+      const g = state.groups;
+      state.ipv4Entry(line, lineStart, tokenStart, end, g[6]! * 65536 + g[7]!, length - 96);
+      return endOfLine(bytes, i) + 1;
+    }
+    if (fail === Fail.None && length < state.v6Floor) {
+      const network = state.scratchWords;
+      wordsFromGroups(state.groups, network, 0);
+      clearHostBits(network, 0, length);
+      state.refusedShort(line, lineStart, () => `${formatIpv6Words(network, 0)}/${length}`);
+      return endOfLine(bytes, i) + 1;
+    }
     if (fail === Fail.None) {
-      const address = ipv6FromGroups(state.groups);
-      const network = ipv6Network(address, length);
-      if (network !== address) {
+      const at = state.nextIpv6();
+      wordsFromGroups(state.groups, state.v6Words, at);
+      if (clearHostBits(state.v6Words, at, length)) {
         state.normalisedCount++;
         if (state.normalised.length < state.detailLimit) {
           state.normalised.push({
             line,
             text: tokenText(bytes, tokenStart, end),
-            prefix: `${formatIpv6(network)}/${length}`,
+            prefix: `${formatIpv6Words(state.v6Words, at)}/${length}`,
           });
         }
       }
-      state.v6Addresses.push(network);
-      state.v6Lengths.push(length);
+      state.v6Lengths[state.v6Count++] = length;
       return endOfLine(bytes, i) + 1;
     }
   }
 
   state.refused(line, lineStart, fail, ipv6Message);
   return endOfLine(bytes, tokenStart) + 1;
+}
+
+/** Whether eight groups are `::ffff:0:0/96`, the IPv4-mapped addresses. */
+function isIpv4Mapped(g: Uint16Array): boolean {
+  return g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff;
 }
 
 /** The index of the newline ending the line that `i` is in, or the input length. */

@@ -1,0 +1,294 @@
+/**
+ * The chart's RBAC is enough: its objects, rendered by helm, applied to a real apiserver,
+ * and the operator run in this process as the chart's ServiceAccount (impersonated) with
+ * leader election on, through every path that writes: a source in each channel, a switch
+ * of channel, two deletions (the cleanup's deletecollection), the Events, the Lease, a
+ * secure scrape of /metrics (TokenReview, SubjectAccessReview). Not one request is
+ * refused (the client's own request counter, by status code).
+ *
+ * The plane is private because it runs the OwnerReferencesPermissionEnforcement
+ * admission plugin, as hardened clusters do: shards that name their source as owner with
+ * blockOwnerDeletion need `update` on `blocklistsources/finalizers`, and only that plugin
+ * checks it. The helm test's commands are run with the real kubectl as the helm test's
+ * ServiceAccount: they pass while a replica leads, and fail once the Lease is released.
+ */
+import assert from 'node:assert/strict';
+import { request as httpsRequest } from 'node:https';
+import { after, before, describe, it } from 'node:test';
+import { resolveBinaries } from '@operators/controlplane';
+import { eventually, privateTestEnv, type TestEnv } from '@operators/controlplane/testing';
+import { type GroupVersionKind, KubeClient, type KubeObject } from '@operators/kit';
+import { Registry } from 'prom-client';
+import { BLOCKLIST_SOURCE, type BlocklistSource } from '../src/api/blocklist-source.ts';
+import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY, CONFIG_MAP } from '../src/api/cilium.ts';
+import { createOperator, LEASE_NAME } from '../src/operator.ts';
+import { type ListServer, startListServer } from '../src/sample/list-server.ts';
+import { applyAll, renderChart, run } from './chart-support.ts';
+
+let env: TestEnv;
+let helm: string;
+let kubectl: string;
+let server: ListServer;
+
+before(async () => {
+  env = await privateTestEnv({
+    apiserverFlags: ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'],
+  });
+  await env.installThirdParty('cilium');
+  ({ helm, kubectl } = await resolveBinaries(() => {}));
+  server = await startListServer();
+});
+
+after(async () => {
+  await server.close();
+  await env.close();
+});
+
+/** `count` /24s that never merge (every other one). */
+function list24(count: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i < count; i++) lines.push(`10.${(i * 2) >> 8}.${(i * 2) & 255}.0/24`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Requests the client sent, by status code, from its `rest_client_requests_total`. */
+async function requestsBy(registry: Registry, label: 'code' | 'method', value: string): Promise<number> {
+  const metric = await registry.getSingleMetric('rest_client_requests_total')?.get();
+  return (metric?.values ?? []).filter((v) => v.labels[label] === value).reduce((sum, v) => sum + v.value, 0);
+}
+
+function httpsGet(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        rejectUnauthorized: false,
+        agent: false,
+        headers: { authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The `kubectl` arguments of each container of the helm test pod, init containers first. */
+function helmTestCommands(pod: KubeObject): string[][] {
+  const spec = pod.spec as { initContainers?: { args: string[] }[]; containers: { args: string[] }[] };
+  return [...(spec.initContainers ?? []), ...spec.containers].map((c) => c.args);
+}
+
+/** Runs kubectl as the helm test pod would, as its ServiceAccount; resolves its exit code. */
+async function kubectlAs(user: string, args: readonly string[]): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await run(kubectl, [
+      '--kubeconfig',
+      env.kubeconfigPath,
+      `--as=${user}`,
+      ...args,
+    ]);
+    return { code: 0, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+describe("the chart's RBAC on a real apiserver", () => {
+  it('is enough for every write the operator makes, run as the chart ServiceAccount with leader election: no request refused', async (t) => {
+    const release = await env.namespace(t, 'exoledge');
+    const decider = await env.namespace(t, 'exoledge-decider');
+    const { objects, crds, tests } = await renderChart(helm, {
+      namespace: release,
+      values: { deciderNamespace: decider },
+    });
+    await env.installCrds(crds);
+    await applyAll(env.admin, t, objects);
+
+    // The operator's client is `env.asServiceAccount(release, 'exoledge')`, built here on
+    // a transport of its own so that its requests are counted by status code.
+    const registry = new Registry();
+    const admin = await KubeClient.load(env.kubeconfigPath, { registry });
+    t.after(() => admin.transport.close());
+    const client = admin.impersonate({ user: `system:serviceaccount:${release}:exoledge` });
+    const { manager } = createOperator({
+      client,
+      deciderNamespace: decider,
+      leaderElectionNamespace: release,
+      healthPort: 0,
+      metrics: { port: 0, host: '127.0.0.1', secure: {} },
+      registry,
+    });
+    manager.log.level = process.env.EXOLEDGE_TEST_LOG ?? 'silent';
+    await manager.start();
+    let stopped = false;
+    t.after(async () => {
+      if (!stopped) await manager.stop();
+    });
+    await eventually('a replica holds the Lease', async () => {
+      const lease = await env.admin.find<KubeObject & { spec?: { holderIdentity?: string } }>(
+        { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' },
+        LEASE_NAME,
+        release,
+      );
+      return lease?.spec?.holderIdentity ? true : undefined;
+    });
+
+    const create = async (name: string, enforce: boolean): Promise<void> => {
+      server.serve(`/${name}.txt`, { body: list24(25) });
+      await env.admin.create<BlocklistSource>({
+        ...BLOCKLIST_SOURCE,
+        metadata: { name },
+        spec: {
+          url: server.url(`/${name}.txt`),
+          kind: 'Certain',
+          shardSize: 10,
+          ...(enforce ? { enforce: true, podSelector: {} } : {}),
+        },
+      });
+      t.after(async () => {
+        await env.admin
+          .patch(BLOCKLIST_SOURCE, name, undefined, {
+            type: 'merge',
+            body: { metadata: { finalizers: null } },
+          })
+          .catch(() => undefined);
+        await env.admin.delete(BLOCKLIST_SOURCE, name).catch(() => undefined);
+      });
+    };
+    const ready = (name: string, channel: string): Promise<BlocklistSource> =>
+      eventually(`${name} Ready in ${channel}`, async () => {
+        const s = await env.admin.get<BlocklistSource>(BLOCKLIST_SOURCE, name);
+        const c = s.status?.conditions?.find((x) => x.type === 'Ready');
+        return c?.status === 'True' &&
+          c.observedGeneration === s.metadata.generation &&
+          s.status?.channel === channel
+          ? s
+          : undefined;
+      });
+    const count = async (gvk: GroupVersionKind, name: string, namespace?: string): Promise<number> =>
+      (
+        await env.admin.listAll(gvk, {
+          labelSelector: `edge.exoledge.io/source=${name}`,
+          ...(namespace ? { namespace } : {}),
+        })
+      ).items.length;
+    const published = async (name: string): Promise<[number, number, number]> => [
+      await count(CILIUM_CIDR_GROUP, name),
+      await count(CILIUM_CLUSTERWIDE_NETWORK_POLICY, name),
+      await count(CONFIG_MAP, name, decider),
+    ];
+    const cleanedUp = (name: string): Promise<string> =>
+      eventually(`${name} deleted, with its CleanedUp event`, async () => {
+        if (await env.admin.find(BLOCKLIST_SOURCE, name)) return undefined;
+        const { items } = await env.admin.listAll<KubeObject & { reason?: string; note?: string }>(
+          { apiVersion: 'events.k8s.io/v1', kind: 'Event' },
+          { namespace: 'default', fieldSelector: `regarding.name=${name}` },
+        );
+        return items.find((e) => e.reason === 'CleanedUp')?.note;
+      });
+
+    // Both channels: Cilium's shards and policy (enforce), the decider's ConfigMaps.
+    const cilium = `rbac-cilium-${process.pid}`;
+    const deciding = `rbac-decider-${process.pid}`;
+    await create(cilium, true);
+    await create(deciding, false);
+    await ready(cilium, 'CiliumPolicy');
+    await ready(deciding, 'Decider');
+    assert.deepEqual(await published(cilium), [3, 1, 0]);
+    assert.deepEqual(await published(deciding), [0, 0, 1]);
+
+    // A switch of channel: the decider source now enforces, its ConfigMap deleted.
+    await env.admin.patch(BLOCKLIST_SOURCE, deciding, undefined, {
+      type: 'merge',
+      body: { spec: { enforce: true, podSelector: {} } },
+    });
+    await ready(deciding, 'CiliumPolicy');
+    await eventually('the decider ConfigMap deleted', async () =>
+      (await count(CONFIG_MAP, deciding, decider)) === 0 ? true : undefined,
+    );
+    assert.deepEqual(await published(deciding), [3, 1, 0]);
+
+    // Deletion: one deletecollection per kind (3 DELETE requests for 4 objects, whatever
+    // their number), and the event counts what the apiserver says it deleted.
+    const deletesBefore = await requestsBy(registry, 'method', 'DELETE');
+    await env.admin.delete(BLOCKLIST_SOURCE, cilium);
+    assert.equal(await cleanedUp(cilium), 'deleted 4 published objects');
+    assert.equal((await requestsBy(registry, 'method', 'DELETE')) - deletesBefore, 3);
+    assert.deepEqual(await published(cilium), [0, 0, 0]);
+    await env.admin.patch(BLOCKLIST_SOURCE, deciding, undefined, {
+      type: 'merge',
+      body: { spec: { enforce: false } },
+    });
+    await ready(deciding, 'Decider');
+    await env.admin.delete(BLOCKLIST_SOURCE, deciding);
+    assert.equal(await cleanedUp(deciding), 'deleted 1 published objects');
+    assert.deepEqual(await published(deciding), [0, 0, 0]);
+
+    // Secure metrics: a scraper bound to the chart's metrics-reader ClusterRole gets 200,
+    // after the operator's TokenReview and SubjectAccessReview.
+    await env.admin.create({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'scraper', namespace: release },
+    });
+    await applyAll(env.admin, t, [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: `${release}-scraper` },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: `${release}-exoledge-metrics-reader`,
+        },
+        subjects: [{ kind: 'ServiceAccount', name: 'scraper', namespace: release }],
+      } as KubeObject,
+    ]);
+    const token = await env.admin.transport.request<{ status: { token: string } }>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${release}/serviceaccounts/scraper/token`,
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 600 },
+      },
+    });
+    const scrape = await httpsGet(manager.metricsEndpoint?.port ?? 0, '/metrics', token.status.token);
+    assert.equal(scrape.status, 200, scrape.body);
+    assert.match(scrape.body, /^leader_election_master_status\{[^}]*\} 1$/m);
+
+    const requests = await requestsBy(registry, 'code', '200');
+    assert.ok(requests > 0, 'the operator made requests');
+    assert.equal(await requestsBy(registry, 'code', '403'), 0, 'no request was refused');
+
+    // The helm test, as its own ServiceAccount: passes while a replica leads...
+    const [pod, ...others] = tests;
+    assert.ok(pod, 'a helm test pod');
+    assert.equal(others.length, 0);
+    const helmTestUser = `system:serviceaccount:${release}:exoledge-helm-test`;
+    const commands = helmTestCommands(pod);
+    assert.equal(commands.length, 2, 'the CRD served, then the Lease held');
+    for (const args of commands) {
+      const { code, output } = await kubectlAs(helmTestUser, args);
+      assert.equal(code, 0, `kubectl ${args.join(' ')}: ${output}`);
+    }
+    // ...and fails once the Lease is released (checked once: --timeout=0s).
+    await manager.stop();
+    stopped = true;
+    const leaseCheck = (commands[1] ?? []).map((a) => (a.startsWith('--timeout=') ? '--timeout=0s' : a));
+    const released = await kubectlAs(helmTestUser, leaseCheck);
+    assert.notEqual(released.code, 0, `a released Lease fails the helm test: ${released.output}`);
+    assert.doesNotMatch(released.output, /forbidden/i);
+  });
+});

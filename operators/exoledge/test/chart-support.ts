@@ -1,0 +1,86 @@
+/**
+ * The chart as `helm template` renders it (the real helm binary, no apiserver): the
+ * objects a release creates, parsed, with the CRD (`--include-crds`) and the helm test
+ * hook apart. Shared by the chart's tests.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { KubeClient, KubeObject } from '@operators/kit';
+import { parseAllDocuments, stringify } from 'yaml';
+
+export const CHART_DIR = join(import.meta.dirname, '..', 'chart');
+export const run = promisify(execFile);
+
+export interface RenderedChart {
+  /** Everything `helm install` creates from templates/, in helm's order. */
+  readonly objects: KubeObject[];
+  /** chart/crds/, which helm installs first (and never upgrades). */
+  readonly crds: KubeObject[];
+  /** The `helm test` hooks. */
+  readonly tests: KubeObject[];
+}
+
+export async function renderChart(
+  helm: string,
+  opts: { namespace: string; values?: Record<string, unknown>; release?: string },
+): Promise<RenderedChart> {
+  const dir = await mkdtemp(join(tmpdir(), 'exoledge-chart-'));
+  try {
+    const valuesFile = join(dir, 'values.yaml');
+    await writeFile(valuesFile, stringify(opts.values ?? {}));
+    const { stdout } = await run(
+      helm,
+      [
+        'template',
+        opts.release ?? 'exoledge',
+        CHART_DIR,
+        '--namespace',
+        opts.namespace,
+        '--include-crds',
+        '-f',
+        valuesFile,
+      ],
+      { maxBuffer: 16 << 20 },
+    );
+    const all = parseAllDocuments(stdout)
+      .map((d) => d.toJS() as KubeObject | null)
+      .filter((o): o is KubeObject => !!o);
+    const isTest = (o: KubeObject): boolean => o.metadata.annotations?.['helm.sh/hook'] === 'test';
+    const isCrd = (o: KubeObject): boolean => o.kind === 'CustomResourceDefinition';
+    return {
+      objects: all.filter((o) => !isTest(o) && !isCrd(o)),
+      crds: all.filter(isCrd),
+      tests: all.filter(isTest),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export const RBAC_KINDS = new Set([
+  'ServiceAccount',
+  'Role',
+  'RoleBinding',
+  'ClusterRole',
+  'ClusterRoleBinding',
+]);
+
+/** Applies objects as helm would (server-side, its field manager) and deletes the cluster-scoped ones after the test. */
+export async function applyAll(
+  admin: KubeClient,
+  t: { after: (fn: () => Promise<void>) => void },
+  objects: readonly KubeObject[],
+  opts: { dryRun?: boolean } = {},
+): Promise<void> {
+  for (const o of objects) await admin.apply(o, { fieldManager: 'helm', force: true, ...opts });
+  if (opts.dryRun) return;
+  t.after(async () => {
+    for (const o of objects.filter((x) => !x.metadata.namespace && x.kind !== 'CustomResourceDefinition'))
+      await admin
+        .delete({ apiVersion: o.apiVersion ?? '', kind: o.kind ?? '' }, o.metadata.name ?? '')
+        .catch(() => undefined);
+  });
+}

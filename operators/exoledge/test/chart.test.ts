@@ -1,0 +1,315 @@
+/**
+ * The chart as the real helm renders it: `helm lint`; the CRD is the generated one; the
+ * RBAC is exactly the table below, each row with the call that needs it (the other half,
+ * that it is enough, is chart-rbac.test.ts); the Deployment's hardening and settings;
+ * and every rendered object accepted by a real apiserver (server-side dry-run).
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { resolveBinaries } from '@operators/controlplane';
+import { type TestEnv, testEnv } from '@operators/controlplane/testing';
+import type { KubeObject } from '@operators/kit';
+import { parse } from 'yaml';
+import { applyAll, CHART_DIR, RBAC_KINDS, renderChart, run } from './chart-support.ts';
+
+let env: TestEnv;
+let helm: string;
+before(async () => {
+  env = await testEnv();
+  helm = (await resolveBinaries(() => {})).helm;
+});
+
+interface Rule {
+  readonly apiGroups?: readonly string[];
+  readonly resources?: readonly string[];
+  readonly resourceNames?: readonly string[];
+  readonly nonResourceURLs?: readonly string[];
+  readonly verbs: readonly string[];
+}
+
+/** One line per rule: `Kind namespace/name: group resource[names] verbs`. */
+function ruleRows(objects: readonly KubeObject[]): string[] {
+  return objects
+    .filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')
+    .flatMap((o) =>
+      ((o as KubeObject & { rules: Rule[] }).rules ?? []).map((r) => {
+        const where = `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+        const what = r.nonResourceURLs
+          ? r.nonResourceURLs.join(',')
+          : `${(r.apiGroups ?? []).join(',') || 'core'} ${(r.resources ?? []).join(',')}` +
+            (r.resourceNames ? `[${r.resourceNames.join(',')}]` : '');
+        return `${where}: ${what} ${r.verbs.join(',')}`;
+      }),
+    );
+}
+
+/** One line per binding: `Kind namespace/name -> RoleKind name: subjects`. */
+function bindingRows(objects: readonly KubeObject[]): string[] {
+  return objects
+    .filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')
+    .map((o) => {
+      const b = o as KubeObject & {
+        roleRef: { kind: string; name: string };
+        subjects: { kind: string; name: string; namespace: string }[];
+      };
+      const subjects = b.subjects.map((s) => `${s.kind} ${s.namespace}/${s.name}`).join(',');
+      return `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name} -> ${b.roleRef.kind} ${b.roleRef.name}: ${subjects}`;
+    });
+}
+
+const byKind = (objects: readonly KubeObject[], kind: string): KubeObject[] =>
+  objects.filter((o) => o.kind === kind);
+
+interface Container {
+  readonly env: { name: string; value?: string; valueFrom?: unknown }[];
+  readonly securityContext: unknown;
+  readonly livenessProbe: unknown;
+  readonly readinessProbe: unknown;
+  readonly ports: { name: string; containerPort: number }[];
+  readonly volumeMounts: unknown;
+  readonly resources: unknown;
+}
+interface PodSpec {
+  readonly serviceAccountName: string;
+  readonly securityContext: unknown;
+  readonly containers: Container[];
+  readonly volumes: unknown;
+}
+function deployment(objects: readonly KubeObject[]): {
+  replicas: number;
+  pod: PodSpec;
+  container: Container;
+} {
+  const [d, ...others] = byKind(objects, 'Deployment');
+  assert.ok(d, 'a Deployment');
+  assert.equal(others.length, 0);
+  const spec = d.spec as { replicas: number; template: { spec: PodSpec } };
+  const [container] = spec.template.spec.containers;
+  assert.ok(container);
+  return { replicas: spec.replicas, pod: spec.template.spec, container };
+}
+const envOf = (c: Container): Record<string, unknown> =>
+  Object.fromEntries(c.env.map((e) => [e.name, e.value ?? e.valueFrom]));
+
+describe('the exoledge chart, rendered by helm', () => {
+  it('passes helm lint, with defaults and with every optional part switched', async () => {
+    await run(helm, ['lint', CHART_DIR]);
+    await run(helm, [
+      'lint',
+      CHART_DIR,
+      '--set',
+      'createDeciderNamespace=true,metrics.secure=false,helmTest.enabled=false',
+    ]);
+  });
+
+  it('ships the CRD generated from the types, byte for byte (chart/crds/ is a copy of crds/)', async () => {
+    const generated = await readFile(join(CHART_DIR, '..', 'crds', 'blocklistsources.yaml'), 'utf8');
+    const shipped = await readFile(join(CHART_DIR, 'crds', 'blocklistsources.yaml'), 'utf8');
+    assert.ok(
+      shipped === generated,
+      'chart/crds/blocklistsources.yaml differs from crds/blocklistsources.yaml: ' +
+        'cp operators/exoledge/crds/blocklistsources.yaml operators/exoledge/chart/crds/',
+    );
+    const { crds } = await renderChart(helm, { namespace: 'ops' });
+    assert.deepEqual(
+      crds.map((c) => c.metadata.name),
+      ['blocklistsources.edge.exoledge.io'],
+    );
+    assert.deepEqual(crds[0], parse(generated.replace(/^#.*\n---\n/, '')));
+  });
+
+  it('grants exactly what the code calls, each grant where it is used', async () => {
+    const { objects } = await renderChart(helm, { namespace: 'ops', values: { deciderNamespace: 'edge' } });
+    assert.deepEqual(ruleRows(objects), [
+      // The helm test (templates/tests/lease-held.yaml): `kubectl wait` on the CRD by name.
+      'ClusterRole /ops-exoledge-helm-test: apiextensions.k8s.io customresourcedefinitions[blocklistsources.edge.exoledge.io] get,list,watch',
+      // The controller's informer on sources (kit cache: watch-list, or list then watch);
+      // patch: the finalizer edge.exoledge.io/finalizer added and removed (kit finalizer(), a JSON patch).
+      'ClusterRole /ops-exoledge: edge.exoledge.io blocklistsources list,watch,patch',
+      // controllers/blocklist-source.ts reconcileSource(): client.applyStatus.
+      'ClusterRole /ops-exoledge: edge.exoledge.io blocklistsources/status patch',
+      // publication.ts ownerOf(): blockOwnerDeletion on shards and policy, which the
+      // OwnerReferencesPermissionEnforcement admission plugin allows only with this.
+      'ClusterRole /ops-exoledge: edge.exoledge.io blocklistsources/finalizers update',
+      // list,watch: the informers of addBlocklistSourceController (label edge.exoledge.io/source);
+      // get: publish() client.find of a name not in the cache; create,patch: client.apply
+      // (server-side apply, create when new); delete: publish() plan.delete (shards beyond
+      // the count, the other channel); deletecollection: cleanup() on a source's deletion.
+      'ClusterRole /ops-exoledge: cilium.io ciliumcidrgroups,ciliumclusterwidenetworkpolicies list,watch,get,create,patch,delete,deletecollection',
+      // main.ts secure metrics (kit RequestAuthorizer): who is scraping, may they GET /metrics.
+      'ClusterRole /ops-exoledge-metrics-auth: authentication.k8s.io tokenreviews create',
+      'ClusterRole /ops-exoledge-metrics-auth: authorization.k8s.io subjectaccessreviews create',
+      // Not the operator's: for the user to bind to its Prometheus.
+      'ClusterRole /ops-exoledge-metrics-reader: /metrics get',
+      // The helm test: `kubectl wait` on the Lease by name.
+      'Role ops/exoledge-helm-test: coordination.k8s.io leases[exoledge-operator.edge.exoledge.io] get,list,watch',
+      // The decider channel, as the Cilium objects above, in the decider namespace only.
+      'Role edge/ops-exoledge-decider: core configmaps list,watch,get,create,patch,delete,deletecollection',
+      // The kit's EventRecorder (manager.recorder): create, then patch a repeated Event's
+      // series; about a cluster-scoped source, hence in "default".
+      'Role default/ops-exoledge-events: events.k8s.io events create,patch',
+      // The kit's LeaderElector in the release namespace: create the Lease once, then
+      // get (client.find) and update (client.replace) that one Lease.
+      'Role ops/exoledge-leader-election: coordination.k8s.io leases create',
+      'Role ops/exoledge-leader-election: coordination.k8s.io leases[exoledge-operator.edge.exoledge.io] get,update',
+    ]);
+    const operator = 'ServiceAccount ops/exoledge';
+    const helmTest = 'ServiceAccount ops/exoledge-helm-test';
+    assert.deepEqual(bindingRows(objects), [
+      `ClusterRoleBinding /ops-exoledge-helm-test -> ClusterRole ops-exoledge-helm-test: ${helmTest}`,
+      `ClusterRoleBinding /ops-exoledge -> ClusterRole ops-exoledge: ${operator}`,
+      `ClusterRoleBinding /ops-exoledge-metrics-auth -> ClusterRole ops-exoledge-metrics-auth: ${operator}`,
+      `RoleBinding ops/exoledge-helm-test -> Role exoledge-helm-test: ${helmTest}`,
+      `RoleBinding edge/ops-exoledge-decider -> Role ops-exoledge-decider: ${operator}`,
+      `RoleBinding default/ops-exoledge-events -> Role ops-exoledge-events: ${operator}`,
+      `RoleBinding ops/exoledge-leader-election -> Role exoledge-leader-election: ${operator}`,
+    ]);
+
+    // Insecure metrics need no review; no helm test, no identity for it.
+    const bare = await renderChart(helm, {
+      namespace: 'ops',
+      values: { metrics: { secure: false }, helmTest: { enabled: false } },
+    });
+    assert.deepEqual(
+      ruleRows(bare.objects).filter((r) => /metrics|helm-test/.test(r)),
+      [],
+    );
+    assert.deepEqual(bare.tests, []);
+    assert.deepEqual(
+      byKind(bare.objects, 'ServiceAccount').map((o) => o.metadata.name),
+      ['exoledge'],
+    );
+  });
+
+  it('runs the operator hardened: non-root, read-only root filesystem with /tmp, no privilege, no capability', async () => {
+    const { objects } = await renderChart(helm, { namespace: 'ops' });
+    const { replicas, pod, container } = deployment(objects);
+    assert.equal(replicas, 2, 'two replicas: one leads, one waits');
+    assert.equal(pod.serviceAccountName, 'exoledge');
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    assert.deepEqual(container.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    assert.deepEqual(container.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }]);
+    assert.deepEqual(pod.volumes, [{ name: 'tmp', emptyDir: {} }]);
+    assert.deepEqual(container.livenessProbe, { httpGet: { path: '/healthz', port: 'health' } });
+    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/readyz', port: 'health' } });
+    assert.deepEqual(container.ports, [
+      { name: 'health', containerPort: 8081 },
+      { name: 'metrics', containerPort: 8443 },
+    ]);
+    assert.deepEqual(container.resources, {
+      requests: { cpu: '50m', memory: '256Mi' },
+      limits: { memory: '1Gi' },
+    });
+  });
+
+  it('passes its values to the operator as the environment main.ts reads', async () => {
+    const { objects } = await renderChart(helm, {
+      namespace: 'ops',
+      values: {
+        deciderNamespace: 'edge-decider',
+        shortestPrefix: { ipv4: 16, ipv6: 48 },
+        fetch: { timeout: '90s', maxListBytes: 1073741824 },
+        metrics: { port: 9443 },
+      },
+    });
+    const { container } = deployment(objects);
+    assert.deepEqual(envOf(container), {
+      // Leader election in the release namespace (main.ts: POD_NAMESPACE).
+      POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
+      EXOLEDGE_DECIDER_NAMESPACE: 'edge-decider',
+      EXOLEDGE_SHORTEST_PREFIX_IPV4: '16',
+      EXOLEDGE_SHORTEST_PREFIX_IPV6: '48',
+      EXOLEDGE_FETCH_TIMEOUT: '90s',
+      EXOLEDGE_MAX_LIST_BYTES: '1073741824',
+      EXOLEDGE_HEALTH_PORT: '8081',
+      EXOLEDGE_METRICS_PORT: '9443',
+      EXOLEDGE_METRICS_SECURE: 'true',
+      TMPDIR: '/tmp',
+    });
+    const defaults = envOf(deployment((await renderChart(helm, { namespace: 'ops' })).objects).container);
+    assert.equal(defaults.EXOLEDGE_SHORTEST_PREFIX_IPV4, '8');
+    assert.equal(defaults.EXOLEDGE_SHORTEST_PREFIX_IPV6, '32');
+    assert.equal(defaults.EXOLEDGE_DECIDER_NAMESPACE, 'exoledge-system');
+  });
+
+  it('refuses values that cannot work, saying which', async () => {
+    await assert.rejects(
+      renderChart(helm, { namespace: 'ops', values: { shortestPrefix: { ipv4: 33, ipv6: 32 } } }),
+      /shortestPrefix: ipv4 must be 0 to 32 and ipv6 0 to 128, got 33 and 32/,
+    );
+    await assert.rejects(
+      renderChart(helm, {
+        namespace: 'ops',
+        values: { deciderNamespace: 'ops', createDeciderNamespace: true },
+      }),
+      /createDeciderNamespace: the decider namespace is the release namespace/,
+    );
+  });
+
+  it('creates the decider namespace only when createDeciderNamespace is true', async () => {
+    const rendered = async (create: boolean): Promise<string[]> =>
+      byKind(
+        (
+          await renderChart(helm, {
+            namespace: 'ops',
+            values: { deciderNamespace: 'edge', createDeciderNamespace: create },
+          })
+        ).objects,
+        'Namespace',
+      ).map((o) => o.metadata.name ?? '');
+    assert.deepEqual(await rendered(false), []);
+    assert.deepEqual(await rendered(true), ['edge']);
+  });
+});
+
+describe('the exoledge chart on a real apiserver', () => {
+  it('every rendered object, CRD and helm test included, is accepted (server-side dry-run)', async (t) => {
+    const release = await env.namespace(t, 'exoledge');
+    const decider = await env.namespace(t, 'exoledge-decider');
+    const { objects, crds, tests } = await renderChart(helm, {
+      namespace: release,
+      values: { deciderNamespace: decider },
+    });
+    assert.ok(objects.length > 10 && crds.length === 1 && tests.length === 1);
+    // The dry-run goes through validation (schemas, RBAC's rules) and admission, then stops.
+    await applyAll(env.admin, t, [...crds, ...objects, ...tests], { dryRun: true });
+    assert.equal(
+      await env.admin.find({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'exoledge', release),
+      undefined,
+      'a dry-run writes nothing',
+    );
+  });
+
+  it('with createDeciderNamespace, the namespace comes first and everything in it applies', async (t) => {
+    const release = await env.namespace(t, 'exoledge');
+    const decider = `${release}-decider`;
+    const { objects } = await renderChart(helm, {
+      namespace: release,
+      values: { deciderNamespace: decider, createDeciderNamespace: true },
+    });
+    assert.equal(objects[0]?.kind, 'Namespace', 'helm installs the Namespace first');
+    await applyAll(
+      env.admin,
+      t,
+      objects.filter((o) => RBAC_KINDS.has(o.kind ?? '') || o.kind === 'Namespace'),
+    );
+    const role = await env.admin.find(
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' },
+      `${release}-exoledge-decider`,
+      decider,
+    );
+    assert.ok(role, 'the decider Role, in the namespace the chart created');
+  });
+});
