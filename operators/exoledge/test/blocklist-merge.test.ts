@@ -255,4 +255,39 @@ describe('sort: large lists, every bucket size', () => {
       { numRuns: 40 },
     );
   });
+
+  it('orders IPv6 spread over many top-16-bit buckets, small and large, like a comparison sort', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 1, maxLength: 40 }),
+        fc.array(
+          fc.tuple(
+            fc.nat(),
+            fc.bigInt({ min: 0n, max: (1n << 112n) - 1n }),
+            fc.integer({ min: 0, max: 128 }),
+          ),
+          { minLength: 1, maxLength: 1500, size: 'max' },
+        ),
+        (highs, draws) => {
+          const prefixes: Prefix[] = draws.map(([h, low, length]) => {
+            const size = 1n << BigInt(128 - length);
+            const address = (BigInt(highs[h % highs.length]!) << 112n) | low;
+            return { family: 'ipv6', address: (address / size) * size, length };
+          });
+          const list = prefixListOf(prefixes);
+          const sorted = [...prefixesOf({ ipv4: list.ipv4, ipv6: sortIpv6(list.ipv6) })];
+          const byAddress = [...prefixes].sort((a, b) =>
+            a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
+          );
+          assert.deepEqual(
+            sorted.map((p) => p.address),
+            byAddress.map((p) => p.address),
+          );
+          const key = (p: Prefix): string => `${p.address}/${p.length}`;
+          assert.deepEqual(sorted.map(key).sort(), prefixes.map(key).sort());
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
 });

@@ -19,7 +19,8 @@ const DOT = 0x2e;
 const D0 = 0x30;
 const D9 = 0x39;
 
-function hexValue(c: number): number {
+/** The value of a hex digit byte, or -1. */
+export function hexValue(c: number): number {
   if (c >= D0 && c <= D9) return c - D0;
   const lower = c | 0x20;
   if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10;

@@ -24,7 +24,7 @@
  * so that nobody needs to hold a whole list in memory to read it.
  */
 import { formatIpv4, MASK_V4 } from './ipv4.ts';
-import { clearHostBits, formatIpv6Words, readIpv6Groups, wordsFromGroups } from './ipv6.ts';
+import { clearHostBits, formatIpv6Words, hexValue, readIpv6Groups, wordsFromGroups } from './ipv6.ts';
 import type { PrefixList } from './prefix-list.ts';
 
 /** Why a line was refused. */
@@ -517,6 +517,11 @@ function readLines(state: ParseState, bytes: Uint8Array, from: number, to: numbe
       i = newline + 1;
       continue;
     }
+    const v6Newline = readPlainIpv6(bytes, i, state);
+    if (v6Newline >= 0) {
+      i = v6Newline + 1;
+      continue;
+    }
     state.v4Count = v4Count;
     i = readLine(state, i, line);
     v4Count = state.v4Count;
@@ -581,6 +586,84 @@ function readPlainIpv4(
   if (d !== LF - D0 || length < floor || (address & MASK_V4[length]!) >>> 0 !== address) return -1;
   addresses[at] = address;
   lengths[at] = length;
+  return p;
+}
+
+/**
+ * The IPv6 fast path, for the shape of nearly every line of an IPv6 list: groups of one
+ * to four hex digits with at most one `::`, an optional `/len`, then the newline, at the
+ * very start of the line; not under the floor, no host bits, not IPv4-mapped, no dotted
+ * tail. One pass, straight into the IPv6 columns. Returns the index of the newline; or
+ * -1, storing nothing, and the line goes to `readLine`, which decides everything else,
+ * every refusal and report included. It accepts nothing `readLine` would refuse.
+ */
+function readPlainIpv6(bytes: Uint8Array, i: number, state: ParseState): number {
+  const g = state.groups;
+  let p = i;
+  let c = bytes[p] ?? LF;
+  let count = 0;
+  /** Index in `g` where the groups after `::` begin, or -1 without `::`. */
+  let gap = -1;
+  if (c === COLON) {
+    if ((bytes[p + 1] ?? LF) !== COLON) return -1;
+    gap = 0;
+    p += 2;
+    c = bytes[p] ?? LF;
+  }
+  for (;;) {
+    let h = hexValue(c);
+    if (h < 0) {
+      // Only after `::` may the address end here (`2001:db8::`, `::`).
+      if (gap !== count) return -1;
+      break;
+    }
+    let value = 0;
+    let digits = 0;
+    while (h >= 0) {
+      if (++digits > 4) return -1;
+      value = value * 16 + h;
+      c = bytes[++p] ?? LF;
+      h = hexValue(c);
+    }
+    if (count === 8) return -1;
+    g[count++] = value;
+    if (c !== COLON) break;
+    c = bytes[++p] ?? LF;
+    if (c === COLON) {
+      if (gap >= 0) return -1;
+      gap = count;
+      c = bytes[++p] ?? LF;
+    }
+  }
+  if (gap < 0 ? count !== 8 : count > 7) return -1;
+  let length = 128;
+  if (c === SLASH) {
+    c = bytes[++p] ?? LF;
+    if (c < D0 || c > D9) return -1;
+    length = c - D0;
+    c = bytes[++p] ?? LF;
+    for (let digits = 1; c >= D0 && c <= D9; digits++) {
+      if (length === 0 || digits === 3) return -1;
+      length = length * 10 + (c - D0);
+      c = bytes[++p] ?? LF;
+    }
+    if (length > 128) return -1;
+  }
+  if (c !== LF || length < state.v6Floor) return -1;
+  if (gap >= 0) {
+    const tail = count - gap;
+    for (let k = 0; k < tail; k++) g[7 - k] = g[count - 1 - k]!;
+    for (let k = gap; k < 8 - tail; k++) g[k] = 0;
+  }
+  if (length >= 96 && g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
+    return -1;
+  }
+  const at = state.nextIpv6();
+  const words = state.v6Words;
+  wordsFromGroups(g, words, at);
+  // Host bits set: the general reader clears and reports them (the slot is not counted).
+  if (clearHostBits(words, at, length)) return -1;
+  state.v6Lengths[state.v6Count++] = length;
   return p;
 }
 
