@@ -191,6 +191,21 @@ describe('merge: examples', () => {
   });
 });
 
+/** sortIpv6 orders `prefixes` as a comparison sort of their bigint addresses does, lengths travelling along. */
+function sortsIpv6LikeBigints(prefixes: readonly Prefix[]): void {
+  const list = prefixListOf(prefixes);
+  const sorted = [...prefixesOf({ ipv4: list.ipv4, ipv6: sortIpv6(list.ipv6) })];
+  const byAddress = [...prefixes].sort((a, b) =>
+    a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
+  );
+  assert.deepEqual(
+    sorted.map((p) => p.address),
+    byAddress.map((p) => p.address),
+  );
+  const key = (p: Prefix): string => `${p.address}/${p.length}`;
+  assert.deepEqual(sorted.map(key).sort(), prefixes.map(key).sort());
+}
+
 describe('sort: large lists, every bucket size', () => {
   // Merge's property tests use short lists; the radix sorts switch methods with bucket
   // size (insertion, counting passes, skipped shared bytes), so these draw thousands of
@@ -239,17 +254,7 @@ describe('sort: large lists, every bucket size', () => {
             const size = 1n << BigInt(128 - length);
             return { family: 'ipv6', address: (((site << 80n) | low) / size) * size, length };
           });
-          const list = prefixListOf(prefixes);
-          const sorted = [...prefixesOf({ ipv4: list.ipv4, ipv6: sortIpv6(list.ipv6) })];
-          const byAddress = [...prefixes].sort((a, b) =>
-            a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
-          );
-          assert.deepEqual(
-            sorted.map((p) => p.address),
-            byAddress.map((p) => p.address),
-          );
-          const key = (p: Prefix): string => `${p.address}/${p.length}`;
-          assert.deepEqual(sorted.map(key).sort(), prefixes.map(key).sort());
+          sortsIpv6LikeBigints(prefixes);
         },
       ),
       { numRuns: 40 },
@@ -274,17 +279,7 @@ describe('sort: large lists, every bucket size', () => {
             const address = (BigInt(highs[h % highs.length]!) << 112n) | low;
             return { family: 'ipv6', address: (address / size) * size, length };
           });
-          const list = prefixListOf(prefixes);
-          const sorted = [...prefixesOf({ ipv4: list.ipv4, ipv6: sortIpv6(list.ipv6) })];
-          const byAddress = [...prefixes].sort((a, b) =>
-            a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
-          );
-          assert.deepEqual(
-            sorted.map((p) => p.address),
-            byAddress.map((p) => p.address),
-          );
-          const key = (p: Prefix): string => `${p.address}/${p.length}`;
-          assert.deepEqual(sorted.map(key).sort(), prefixes.map(key).sort());
+          sortsIpv6LikeBigints(prefixes);
         },
       ),
       { numRuns: 60 },
