@@ -143,6 +143,8 @@ export function addBlocklistSourceController(
   const shortestPrefix = opts.shortestPrefix ?? DEFAULT_SHORTEST_PREFIX;
   const memories = new Map<string, SourceMemory>();
   const memo = new Map<string, { data: ListData; key: string; set: PublishedSet }>();
+  /** Sources whose cleanup was announced, by name: their UID, until the source is gone. */
+  const cleanedUp = new Map<string, string>();
 
   // managedFields kept: drift is judged against the fields our manager owns (tamper.ts).
   const watched = { labelSelector: LABEL_SOURCE, keepManagedFields: true };
@@ -466,6 +468,11 @@ export function addBlocklistSourceController(
     }
     memories.delete(name);
     memo.delete(name);
+    // A reconcile queued before the deletion reached our cache runs cleanup again (the kit's
+    // finalizer allows it; it is idempotent): that second run finds nothing and says nothing.
+    const uid = source.metadata.uid ?? '';
+    if (count === 0 && cleanedUp.get(name) === uid) return;
+    cleanedUp.set(name, uid);
     recorder.event(source, cleanedUpEvent(count));
   }
 
@@ -484,6 +491,7 @@ export function addBlocklistSourceController(
       if (!source) {
         memories.delete(req.name);
         memo.delete(req.name);
+        cleanedUp.delete(req.name);
         return {};
       }
       const outcome = await finalizer(client, source, FINALIZER, {
