@@ -41,6 +41,7 @@ export {
 export {
   type ApplyOptions,
   type CallOptions,
+  type DeleteCollectionOptions,
   type DeleteOptions,
   type FieldValidation,
   gvkOf,

@@ -23,7 +23,6 @@ import {
   type ReconcileContext,
   type ReconcileResult,
   realClock,
-  resourcePath,
 } from '@operators/kit';
 import { BLOCKLIST_SOURCE, type BlocklistSource } from '../api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY, CONFIG_MAP } from '../api/cilium.ts';
@@ -445,13 +444,11 @@ export function addBlocklistSourceController(
   /**
    * Deletes everything labelled with the source: one deletecollection per kind, so the
    * apiserver picks the objects from its own state (not our cache, which may lag) and
-   * answers with the list of those it deleted, which the CleanedUp event counts. The
-   * kit's client has no deleteCollection: the request goes through its transport, to the
-   * collection's path as discovery resolves it.
+   * answers with the list of those it deleted, which the CleanedUp event counts.
    */
   async function cleanup(source: BlocklistSource): Promise<void> {
     const name = source.metadata.name ?? '';
-    const selector = sourceSelector(name);
+    const labelSelector = sourceSelector(name);
     const kinds = [
       { gvk: CILIUM_CLUSTERWIDE_NETWORK_POLICY, namespace: undefined },
       { gvk: CILIUM_CIDR_GROUP, namespace: undefined },
@@ -459,12 +456,11 @@ export function addBlocklistSourceController(
     ];
     let count = 0;
     for (const { gvk, namespace } of kinds) {
-      const deleted = await client.transport.request<{ items?: readonly unknown[] }>({
-        method: 'DELETE',
-        path: resourcePath(await client.resolve(gvk), namespace),
-        query: { labelSelector: selector },
+      const deleted = await client.deleteCollection(gvk, {
+        labelSelector,
+        ...(namespace ? { namespace } : {}),
       });
-      count += deleted.items?.length ?? 0;
+      count += deleted.items.length;
     }
     memories.delete(name);
     memo.delete(name);

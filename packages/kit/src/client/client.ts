@@ -71,6 +71,14 @@ export interface DeleteOptions extends CallOptions {
   readonly resourceVersion?: string;
 }
 
+export interface DeleteCollectionOptions extends CallOptions {
+  /** Required for a namespaced kind: a collection delete never spans namespaces by accident. */
+  readonly namespace?: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+}
+
 /** One JSON-patch operation (RFC 6902). `test` guards a patch against concurrent writers. */
 export type JsonPatchOp =
   | { readonly op: 'add' | 'replace' | 'test'; readonly path: string; readonly value: unknown }
@@ -273,6 +281,46 @@ export class KubeClient {
       if (isApiError(err, ApiErrorReason.NotFound)) return false;
       throw err;
     }
+  }
+
+  /**
+   * Deletes every object of a kind that the selectors match, in one request
+   * (`deletecollection`): the apiserver picks them from its own state, not from a cache
+   * that may lag, and answers with the objects it deleted, which this returns. A call
+   * without any selector is refused here, before any request: deleting a whole kind is
+   * never what a cleanup means.
+   */
+  async deleteCollection<T extends KubeObject = KubeObject>(
+    gvk: GroupVersionKind,
+    opts: DeleteCollectionOptions,
+  ): Promise<KubeList<T>> {
+    if (!opts.labelSelector && !opts.fieldSelector) {
+      throw new ApiError(
+        ApiErrorReason.BadRequest,
+        400,
+        `deleteCollection of ${gvk.kind} needs a label or field selector`,
+        `${gvk.apiVersion}/${gvk.kind}`,
+      );
+    }
+    const signal = this.combine(opts.signal);
+    const info = await this.resolve(gvk);
+    if (info.namespaced && !opts.namespace) {
+      throw new ApiError(
+        ApiErrorReason.BadRequest,
+        400,
+        `${gvk.kind} is namespaced: deleteCollection needs a namespace`,
+        `${gvk.apiVersion}/${gvk.kind}`,
+      );
+    }
+    return this.transport.request<KubeList<T>>({
+      method: 'DELETE',
+      path: resourcePath(info, info.namespaced ? opts.namespace : undefined),
+      signal,
+      query: { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector },
+      ...(opts.propagationPolicy
+        ? { body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: opts.propagationPolicy } }
+        : {}),
+    });
   }
 
   /**
