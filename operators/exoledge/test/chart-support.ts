@@ -23,11 +23,12 @@ export interface RenderedChart {
   readonly tests: KubeObject[];
 }
 
+/** Renders a chart (this one unless `chartDir` names another operator's) with `values`. */
 export async function renderChart(
   helm: string,
-  opts: { namespace: string; values?: Record<string, unknown>; release?: string },
+  opts: { namespace: string; values?: Record<string, unknown>; release?: string; chartDir?: string },
 ): Promise<RenderedChart> {
-  const dir = await mkdtemp(join(tmpdir(), 'exoledge-chart-'));
+  const dir = await mkdtemp(join(tmpdir(), 'chart-'));
   try {
     const valuesFile = join(dir, 'values.yaml');
     await writeFile(valuesFile, stringify(opts.values ?? {}));
@@ -36,7 +37,7 @@ export async function renderChart(
       [
         'template',
         opts.release ?? 'exoledge',
-        CHART_DIR,
+        opts.chartDir ?? CHART_DIR,
         '--namespace',
         opts.namespace,
         '--include-crds',
