@@ -141,6 +141,8 @@ if (
   process.exit(2);
 }
 const TARGET_RATIO = 1.5;
+/** Other processes' CPU during a run above which the round is said to be disturbed (a shared machine). */
+const DISTURBED_MS = 1000;
 /** Diagnostics, not a measurement: the operator's Events dropped (its recorder a no-op), to see what they cost. */
 const NO_EVENTS = process.env.BENCH_TERDUT_NO_EVENTS === '1';
 /** Writes a .cpuprofile of this process per timed run (the operator or bare loop, the stand-in, the watcher). */
@@ -196,7 +198,6 @@ class Tally {
   server = new Map<string, number>();
   /** Server calls answered other than 2xx, by `METHOD route outcome`. */
   failed = new Map<string, number>();
-  serverByController = new Map<string, number>();
   since = performance.now();
 
   clone(): Tally {
@@ -210,7 +211,6 @@ class Tally {
       wireWriteMs: this.wireWriteMs,
       server: new Map(this.server),
       failed: new Map(this.failed),
-      serverByController: new Map(this.serverByController),
       since: this.since,
     });
   }
@@ -225,7 +225,6 @@ class Tally {
     this.wireWriteMs = 0;
     this.server.clear();
     this.failed.clear();
-    this.serverByController.clear();
     this.since = performance.now();
   }
 
@@ -242,7 +241,6 @@ class Tally {
   call(c: CallRecord & { readonly controller?: string }): void {
     bump(this.server, `${c.method} ${c.route}`);
     if (!/^2\d\d$/.test(c.outcome)) bump(this.failed, `${c.method} ${c.route} ${c.outcome}`);
-    if (c.controller) bump(this.serverByController, `${c.controller} ${c.method}`);
   }
 
   get writes(): number {
@@ -400,6 +398,7 @@ interface Batch {
   readonly manifests: readonly Spec[];
 }
 const batch = (teams: number): Batch => ({ teams, manifests: manifests(teams) });
+/** The CRs of a full run; with the TerdutServer, the issue's 801 objects. */
 const TOTAL = 4 * TEAMS;
 
 /** Creates every manifest, CREATE_CONCURRENCY at a time; each object's promise settles when its create returns. */
@@ -643,7 +642,6 @@ interface ResyncReport {
   readonly tally: Tally;
   readonly reconciles: ReadonlyMap<string, ControllerStats>;
   readonly standInNonGets: number;
-  readonly standInGets: number;
 }
 
 /** Per controller: reconciles, seconds spent reconciling, seconds keys waited in its queue. */
@@ -792,7 +790,6 @@ async function operatorRun(
         tally: tally.clone(),
         reconciles: statsSince(after, before),
         standInNonGets: reqs.filter((r) => r.method !== 'GET').length,
-        standInGets: reqs.filter((r) => r.method === 'GET').length,
       };
     }
     await watcher.stop();
@@ -1097,6 +1094,8 @@ try {
   );
   if (NO_EVENTS) out('DIAGNOSTIC RUN (BENCH_TERDUT_NO_EVENTS=1): the operator records no Events; no verdict');
   const ratios: number[] = [];
+  /** The rounds other processes left alone (under DISTURBED_MS of their CPU during either side). */
+  const quietRatios: number[] = [];
   const opTimes: number[] = [];
   const bareTimes: number[] = [];
   const opCpu: number[] = [];
@@ -1130,8 +1129,11 @@ try {
     opCpu.push(ownCpu(op.run.cpu));
     bareCpu.push(ownCpu(bare.cpu));
     others.push(otherCpu(op.run.cpu), otherCpu(bare.cpu));
+    const disturbed = Math.max(otherCpu(op.run.cpu), otherCpu(bare.cpu)) > DISTURBED_MS;
+    if (!disturbed) quietRatios.push(ratio);
     out(
-      `round ${round + 1}: operator ${secs(op.run.ms)}, bare loop ${secs(bare.ms)}, ratio ${ratio.toFixed(2)}`,
+      `round ${round + 1}: operator ${secs(op.run.ms)}, bare loop ${secs(bare.ms)}, ratio ${ratio.toFixed(2)}` +
+        (disturbed ? ' (disturbed: other processes took CPU meanwhile, see below)' : ''),
     );
     out(describeRun('operator', op.run));
     out(describeRun('bare loop', bare));
@@ -1146,14 +1148,25 @@ try {
   out(
     `CPU used per run (this process, apiserver, etcd; median): operator ${secs(median(opCpu))}, ` +
       `bare loop ${secs(median(bareCpu))}, ratio ${(median(opCpu) / median(bareCpu)).toFixed(2)}; ` +
-      `other processes on the machine took ${secs(median(others))} per run (median; max ${secs(Math.max(...others))})`,
+      `other processes on the machine took ${secs(median(others))} per run (median; max ${secs(Math.max(...others))})` +
+      (quietRatios.length < ratios.length
+        ? `; rounds undisturbed (under ${secs(DISTURBED_MS)} of other CPU): ${quietRatios.length}` +
+          (quietRatios.length ? `, their median ratio ${median(quietRatios).toFixed(2)}` : '')
+        : ''),
   );
-  if (warnings.length)
-    out(`operator warnings logged: ${warnings.length}; first: ${warnings[0]?.slice(0, 300)}`);
+  if (warnings.length) {
+    out(`operator warnings logged: ${warnings.length}; the first ones:`);
+    for (const w of warnings.slice(0, 3)) out(`  ${w.trim().slice(0, 1500)}`);
+  }
   if (resync) {
     const r = resync.tally;
     const nonGets = r.serverCalls(false);
-    const clean = r.writes === 0 && nonGets === 0 && resync.standInNonGets === 0;
+    // Every object was compared again (at least one reconcile per object of each kind), for nothing.
+    const resynced = ['terdutteam', ...CHILD_KINDS.map((k) => k.kind.toLowerCase())].every(
+      (c) => (resync?.reconciles.get(c)?.reconciles ?? 0) >= TEAMS,
+    );
+    const clean = resynced && r.writes === 0 && nonGets === 0 && resync.standInNonGets === 0;
+    if (!resynced) out(`resync: fewer reconciles than objects of some kind in the window`);
     out(
       `resync (last round, counters reset once all were Ready, ${secs(resync.waitedMs)} waited): ` +
         `reconciles ${showStats(resync.reconciles)}; ` +
