@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject } from '@operators/kit';
 import type { StandIn } from '../src/server/stand-in.ts';
-import { condition, Harness, KINDS, serverCall, serverGet } from './support/harness.ts';
+import { condition, Harness, KINDS, type Obj, serverCall, serverGet } from './support/harness.ts';
 
 const h = Harness.forFile();
 let ns: string;
@@ -25,6 +25,32 @@ async function team(name: string, displayName = name): Promise<number> {
   await h.create(KINDS.team, ns, name, { serverRef: { name: 'terdut' }, displayName });
   return (await h.ready(KINDS.team, ns, name)).status?.teamID as number;
 }
+
+/** The alert source `am` once Ready on another integration than `before`'s; on a timeout, its state and the controller's last log lines. */
+async function replacedIntegration(before: Obj | undefined, what: string): Promise<Obj> {
+  try {
+    return await h.until(
+      KINDS.alertSource,
+      ns,
+      'am',
+      what,
+      (o) =>
+        o.status?.integrationID !== before?.status?.integrationID && condition(o, 'Ready')?.status === 'True',
+    );
+  } catch (e) {
+    console.log(JSON.stringify(await h.get(KINDS.alertSource, ns, 'am'), null, 1));
+    console.log(
+      h.logs
+        .filter((l) => l.includes('alertsource'))
+        .slice(-30)
+        .join('\n'),
+    );
+    throw e;
+  }
+}
+
+const webhookSecret = (): Promise<KubeObject & { data?: Record<string, string> }> =>
+  h.admin.get<KubeObject & { data?: Record<string, string> }>(SECRET, 'am-terdut-webhook', ns);
 
 describe('faults, against the terdut-server stand-in (contract-faithful, not the real server)', () => {
   it('sets up a server', async (_t) => {
@@ -86,31 +112,8 @@ describe('faults, against the terdut-server stand-in (contract-faithful, not the
       await h.admin.get<KubeObject & { data?: Record<string, string> }>(SECRET, 'am-terdut-webhook', ns)
     ).data?.key;
     await h.patchSpec(KINDS.alertSource, ns, 'am', { kind: 'webhook' });
-    const after = await h
-      .until(
-        KINDS.alertSource,
-        ns,
-        'am',
-        'a new integration',
-        (o) =>
-          o.status?.integrationID !== before?.status?.integrationID &&
-          condition(o, 'Ready')?.status === 'True',
-      )
-      .catch(async (e) => {
-        console.log(JSON.stringify(await h.get(KINDS.alertSource, ns, 'am'), null, 1));
-        console.log(
-          h.logs
-            .filter((l) => l.includes('alertsource'))
-            .slice(-30)
-            .join('\n'),
-        );
-        throw e;
-      });
-    const secret = await h.admin.get<KubeObject & { data?: Record<string, string> }>(
-      SECRET,
-      'am-terdut-webhook',
-      ns,
-    );
+    const after = await replacedIntegration(before, 'a new integration');
+    const secret = await webhookSecret();
     assert.notEqual(secret.data?.key, oldKey, 'a new key');
     const old = await serverCall(
       standIn,
@@ -130,31 +133,8 @@ describe('faults, against the terdut-server stand-in (contract-faithful, not the
   it('a deleted webhook Secret is recreated by rotating the integration’s key, with a Warning', async () => {
     const before = await h.get(KINDS.alertSource, ns, 'am');
     await h.admin.delete(SECRET, 'am-terdut-webhook', ns);
-    const after = await h
-      .until(
-        KINDS.alertSource,
-        ns,
-        'am',
-        'rotated',
-        (o) =>
-          o.status?.integrationID !== before?.status?.integrationID &&
-          condition(o, 'Ready')?.status === 'True',
-      )
-      .catch(async (e) => {
-        console.log(JSON.stringify(await h.get(KINDS.alertSource, ns, 'am'), null, 1));
-        console.log(
-          h.logs
-            .filter((l) => l.includes('alertsource'))
-            .slice(-30)
-            .join('\n'),
-        );
-        throw e;
-      });
-    const secret = await h.admin.get<KubeObject & { data?: Record<string, string> }>(
-      SECRET,
-      'am-terdut-webhook',
-      ns,
-    );
+    const after = await replacedIntegration(before, 'rotated');
+    const secret = await webhookSecret();
     assert.equal(
       Buffer.from(secret.data?.integrationID ?? '', 'base64').toString(),
       String(after.status?.integrationID),
