@@ -7,7 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ApiErrorReason, DEFAULT_CLIENT_RATE_LIMIT, isApiError, KubeClient } from '@operators/kit';
+import {
+  ApiErrorReason,
+  DEFAULT_CLIENT_RATE_LIMIT,
+  isApiError,
+  KubeClient,
+  parseDurationMs,
+} from '@operators/kit';
 import { Registry } from 'prom-client';
 import { TERDUT_ALERT_SOURCE } from './api/terdut-alert-source.ts';
 import { TERDUT_DEADMAN_SWITCH } from './api/terdut-deadman-switch.ts';
@@ -15,7 +21,6 @@ import { TERDUT_ESCALATION_RULE } from './api/terdut-escalation-rule.ts';
 import { TERDUT_SERVER } from './api/terdut-server.ts';
 import { TERDUT_TEAM } from './api/terdut-team.ts';
 import { DEFAULT_RESYNC_MS } from './controllers/common.ts';
-import { parseDurationMs } from './domain/duration.ts';
 import { POSTGRESQL } from './domain/server/index.ts';
 import { createOperator } from './operator.ts';
 import { parseServerUrls, serverUrlMapper } from './server-urls.ts';

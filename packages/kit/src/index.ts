@@ -1,5 +1,6 @@
 export { Backoff, type BackoffOptions } from './base/backoff.ts';
 export { type Clock, FakeClock, realClock, sleep, type TimerHandle } from './base/clock.ts';
+export { durationSeconds, parseDurationMs, parseDurationNs } from './base/duration.ts';
 export { sharedCounter, sharedGauge, sharedHistogram, sharedMetric } from './base/shared-metrics.ts';
 export {
   CachedClient,
@@ -21,13 +22,22 @@ export {
   type Labels,
   parseLabelSelector,
 } from './cache/label-selector.ts';
+export {
+  convertLabelSelector,
+  type LabelSelectorObject,
+  labelKeyError,
+  labelValueError,
+  type SelectorConversion,
+} from './cache/label-selector-object.ts';
 export { INITIAL_EVENTS_END_ANNOTATION, type ListMode } from './cache/list-watch.ts';
 export {
+  type DeltaOrigin,
   type ReadyOptions,
   Reflector,
   type ReflectorHandler,
   type ReflectorHealth,
   type ReflectorOptions,
+  type SnapshotHandler,
 } from './cache/reflector.ts';
 export {
   BY_NAMESPACE,
@@ -167,6 +177,15 @@ export {
   type PrinterColumn,
   type ValidationRule,
 } from './objects/crd.ts';
+export {
+  conditionsSchema,
+  DNS_LABEL_REGEX,
+  DNS_SUBDOMAIN_REGEX,
+  LABEL_KEY_REGEX,
+  LABEL_VALUE_PATTERN,
+  labelSelectorSchema,
+  observedGenerationSchema,
+} from './objects/crd-schema.ts';
 export type { DriftOptions } from './objects/drift.ts';
 export { DriftReason, type DriftResult, drift, hasDrifted } from './objects/drift.ts';
 export {
@@ -196,6 +215,7 @@ export {
   isOwnedBy,
   ownerReference,
 } from './objects/owner-references.ts';
+export { applyStatusIfChanged, withConditions } from './objects/status.ts';
 export {
   CertificateReloader,
   type CertificateReloaderOptions,

@@ -32,6 +32,31 @@ async function metric(manager: Manager, name: string, labels: Record<string, str
 }
 
 describe('a controller built with the kit', () => {
+  it('reconciles a key enqueued from outside its informers (a data plane asking for a status refresh)', async (t) => {
+    const ns = await env.namespace(t, 'enqueue');
+    await env.admin.create({ ...CONFIGMAP, metadata: { name: 'x', namespace: ns } });
+    const manager = new Manager({ name: 'enqueue', client: env.admin, logger: quiet });
+    const seen: string[] = [];
+    const controller = manager
+      .controller('enqueue')
+      .for<KubeObject>(CONFIGMAP, { namespace: ns })
+      .reconcile(async (req) => {
+        seen.push(req.key);
+        return {};
+      });
+    await manager.start();
+    t.after(() => manager.stop());
+    const key = `${ns}/x`;
+    await eventually('the start-up reconcile', async () => (seen.includes(key) ? true : undefined));
+    const before = seen.length;
+    controller.enqueue(key);
+    controller.enqueue(key);
+    await eventually('the enqueued reconcile', async () => (seen.length > before ? true : undefined));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(seen.length - before <= 2, 'deduplicated like any event');
+    assert.deepEqual(new Set(seen), new Set([key]));
+  });
+
   it('converges every object: one ConfigMap each and status observed', async (t) => {
     const ns = await env.namespace(t, 'converge');
     const writes = newWriteLog();

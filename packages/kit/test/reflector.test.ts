@@ -233,6 +233,28 @@ describe('the reflector', () => {
     assert.deepEqual(deltas.sort(), ['added:drop', 'added:keep', 'added:new', 'deleted:drop'].sort());
     assert.deepEqual([...again.store.keys()].sort(), [`${ns}/keep`, `${ns}/new`]);
   });
+  it('tells snapshot deltas from watch events, and hands each complete state to onSnapshot (for a mark-and-sweep)', async (t) => {
+    const ns = await env.namespace(t, 'snapshot');
+    for (const name of ['a', 'b'])
+      await env.admin.create({ ...CONFIGMAP, metadata: { name, namespace: ns } });
+    const reflector = new Reflector({ client: env.admin, gvk: CONFIGMAP, namespace: ns, log: silent });
+    const seen: string[] = [];
+    const snapshots: string[][] = [];
+    reflector.onDelta((d, origin) => seen.push(`${origin}:${d.type}:${d.object.metadata.name}`));
+    reflector.onSnapshot((items, namespace) => {
+      assert.equal(namespace, ns);
+      snapshots.push(items.map((o) => o.metadata.name ?? '').sort());
+    });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await reflector.waitForSync();
+    assert.deepEqual(snapshots, [['a', 'b']]);
+    await env.admin.create({ ...CONFIGMAP, metadata: { name: 'c', namespace: ns } });
+    await eventually('the watch event', async () => (seen.includes('watch:added:c') ? true : undefined));
+    assert.deepEqual(seen.sort(), ['snapshot:added:a', 'snapshot:added:b', 'watch:added:c']);
+    assert.equal(snapshots.length, 1, 'a watch event is not a snapshot');
+  });
+
   it('a quiet watch is healthy as soon as it reconnects: connected at the 200, not at a first event', async (t) => {
     const ns = await env.namespace(t, 'quiet');
     const proxy = await freezableProxy(new URL(env.admin.transport.server));

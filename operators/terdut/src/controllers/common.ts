@@ -3,17 +3,15 @@
  * status changed, and turning a failure into a condition message.
  */
 import {
+  applyStatusIfChanged,
   type Clock,
   type Condition,
-  type ConditionUpdate,
   type EventRecorder,
   EventType,
   type GroupVersionKind,
-  type JsonValue,
-  jsonEqual,
   type KubeClient,
   type KubeObject,
-  setCondition,
+  withConditions,
 } from '@operators/kit';
 import type { TerdutServer } from '../api/terdut-server.ts';
 import type { CallRecord } from '../client/terdut-api.ts';
@@ -41,45 +39,24 @@ export interface TerdutControllerOptions {
   readonly onApiCall?: (call: CallRecord & { readonly controller: string }) => void;
 }
 
+export { withConditions };
+
 export function errorMessage(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
   return m.length > 1000 ? `${m.slice(0, 1000)}…` : m;
-}
-
-/** Applies condition updates in order. */
-export function withConditions(
-  previous: readonly Condition[] | undefined,
-  updates: readonly ConditionUpdate[],
-  now: Date,
-): readonly Condition[] {
-  let c = previous ?? [];
-  for (const u of updates) c = setCondition(c, u, now);
-  return c;
 }
 
 /**
  * Server-side applies `status` when it differs from the object's: a resync that finds
  * everything in place writes nothing to Kubernetes.
  */
-export async function writeStatus<S extends object>(
+export function writeStatus<S extends object>(
   client: KubeClient,
   gvk: GroupVersionKind,
   obj: KubeObject & { readonly status?: S },
   status: S,
 ): Promise<boolean> {
-  // A JSON round trip drops keys set to undefined, as the apiserver would never store them.
-  const next = JSON.parse(JSON.stringify(status)) as S;
-  if (jsonEqual(next as unknown as JsonValue, (obj.status ?? {}) as unknown as JsonValue)) return false;
-  await client.applyStatus(
-    {
-      apiVersion: gvk.apiVersion,
-      kind: gvk.kind,
-      metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
-      status: next,
-    },
-    { fieldManager: FIELD_MANAGER, force: true },
-  );
-  return true;
+  return applyStatusIfChanged(client, gvk, obj, status, FIELD_MANAGER);
 }
 
 /** A wait, not a failure: the reconcile comes back after `afterMs` without counting an error. */

@@ -21,11 +21,11 @@ import {
   isApiError,
   type KubeClient,
   type KubeObject,
+  parseDurationMs,
 } from '@operators/kit';
 import { TERDUT_SERVER, type TerdutServer, type TerdutServerStatus } from '../api/terdut-server.ts';
 import { isStatus, type TerdutApi } from '../client/terdut-api.ts';
 import { rotationDue } from '../domain/credentials.ts';
-import { parseDurationMs } from '../domain/duration.ts';
 import {
   BOT_USERNAME,
   CREDENTIALS_KEYS,

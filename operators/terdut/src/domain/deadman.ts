@@ -4,9 +4,9 @@
  * status, normalised), so that a reordered or reformatted spec never recreates.
  */
 
+import { durationSeconds } from '@operators/kit';
 import type { TerdutDeadmanSwitchSpec } from '../api/terdut-deadman-switch.ts';
 import type { DeadmanSwitch } from '../client/terdut-api.ts';
-import { durationSeconds } from './duration.ts';
 
 export interface SwitchValues {
   readonly matcher: string;

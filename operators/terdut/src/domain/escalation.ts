@@ -4,9 +4,9 @@
  * resolved to IDs at apply time; durations become seconds, so `5m` and `300s` agree.
  */
 
+import { durationSeconds } from '@operators/kit';
 import type { TerdutEscalationRuleSpec } from '../api/terdut-escalation-rule.ts';
 import type { EscalationPolicy, PolicyTarget, User } from '../client/terdut-api.ts';
-import { durationSeconds } from './duration.ts';
 
 /** What deleting a rule leaves: no levels, no repeats (§5: deleting the CR PUTs an empty policy). */
 export const EMPTY_POLICY: EscalationPolicy = { repeat_count: 0, levels: [] };

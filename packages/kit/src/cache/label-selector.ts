@@ -34,11 +34,12 @@ export function parseLabelSelector(selector: string): LabelSelector {
     .map((s) => s.trim())
     .filter((s) => s !== '')
     .map((s) => parseRequirement(s, selector));
-  return { requirements, matches: (labels) => requirements.every((r) => holds(r, labels)) };
+  return { requirements, matches: (labels) => requirements.every((r) => requirementHolds(r, labels)) };
 }
 
-function holds(r: LabelRequirement, labels: Labels): boolean {
-  const v = labels?.[r.key];
+/** Whether one requirement holds for `labels` (own properties only: `constructor` is a valid key). */
+export function requirementHolds(r: LabelRequirement, labels: Labels): boolean {
+  const v = labels && Object.hasOwn(labels, r.key) ? labels[r.key] : undefined;
   switch (r.op) {
     case 'equals':
       return v === r.value;

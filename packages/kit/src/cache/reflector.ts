@@ -48,7 +48,24 @@ export interface ReflectorOptions extends ListWatchTuning {
   readonly backoff?: Backoff;
 }
 
-export type ReflectorHandler<T extends KubeObject> = (delta: StoreDelta<T>) => void;
+/**
+ * Where a delta came from: `watch`, one event of the watch stream; `snapshot`, the
+ * difference found by a complete initial state or relist (deletes there are inferred).
+ */
+export type DeltaOrigin = 'watch' | 'snapshot';
+
+export type ReflectorHandler<T extends KubeObject> = (delta: StoreDelta<T>, origin: DeltaOrigin) => void;
+
+/**
+ * Called after each COMPLETE state of one loop has been stored and its deltas handled:
+ * the initial one and every relist (after a 410, a dropped watch). Never for a list or
+ * watch-list cut before its end, since the store replaces nothing then; so a consumer
+ * may treat what is absent from `items` as gone (a mark-and-sweep).
+ */
+export type SnapshotHandler<T extends KubeObject> = (
+  items: readonly T[],
+  namespace: string | undefined,
+) => void;
 
 /** What readiness and metrics need to know about one reflector (its loops summed up). */
 export type ReflectorHealth = ListWatchHealth;
@@ -68,6 +85,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
   private readonly clock: Clock;
   private readonly loops: ListWatch[];
   private readonly handlers = new Set<ReflectorHandler<T>>();
+  private readonly snapshotHandlers = new Set<SnapshotHandler<T>>();
   private readonly stopController = new AbortController();
   private running: Promise<unknown> | undefined;
   private syncWaiters: (() => void)[] = [];
@@ -98,10 +116,12 @@ export class Reflector<T extends KubeObject = KubeObject> {
             replace: (items, ns, id) =>
               this.replaced(
                 this.store.replace(items as T[], partitioned ? { id, namespace: ns } : undefined),
+                items as T[],
+                ns,
               ),
             change: (type, obj) => {
               const delta = type === 'DELETED' ? this.store.remove(obj as T) : this.store.upsert(obj as T);
-              if (delta) this.emit(delta);
+              if (delta) this.emit(delta, 'watch');
             },
           },
         }),
@@ -111,10 +131,19 @@ export class Reflector<T extends KubeObject = KubeObject> {
   /** Handlers see every change after the store holds it; returns the function that removes it. */
   onDelta(handler: ReflectorHandler<T>): () => void {
     // A wrapper, so that the same function added twice is two subscriptions.
-    const h: ReflectorHandler<T> = (d) => handler(d);
+    const h: ReflectorHandler<T> = (d, origin) => handler(d, origin);
     this.handlers.add(h);
     return () => {
       this.handlers.delete(h);
+    };
+  }
+
+  /** See {@link SnapshotHandler}; returns the function that removes it. */
+  onSnapshot(handler: SnapshotHandler<T>): () => void {
+    const h: SnapshotHandler<T> = (items, ns) => handler(items, ns);
+    this.snapshotHandlers.add(h);
+    return () => {
+      this.snapshotHandlers.delete(h);
     };
   }
 
@@ -196,18 +225,28 @@ export class Reflector<T extends KubeObject = KubeObject> {
     return this.loops.every((l) => l.watching);
   }
 
-  private replaced(deltas: StoreDelta<T>[]): void {
-    for (const d of deltas) this.emit(d);
+  private replaced(deltas: StoreDelta<T>[], items: readonly T[], namespace: string | undefined): void {
+    for (const d of deltas) this.emit(d, 'snapshot');
+    if (this.snapshotHandlers.size > 0) {
+      // `items` are what the store now holds (the loop freezes them before the sink).
+      for (const h of this.snapshotHandlers) {
+        try {
+          h(items, namespace);
+        } catch (err) {
+          this.opts.log.error({ reflector: this.name, err }, 'snapshot handler threw; the reflector goes on');
+        }
+      }
+    }
     if (!this.store.hasSynced()) return;
     const waiters = this.syncWaiters;
     this.syncWaiters = [];
     for (const w of waiters) w();
   }
 
-  private emit(delta: StoreDelta<T>): void {
+  private emit(delta: StoreDelta<T>, origin: DeltaOrigin): void {
     for (const h of this.handlers) {
       try {
-        h(delta);
+        h(delta, origin);
       } catch (err) {
         this.opts.log.error({ reflector: this.name, err }, 'event handler threw; the reflector goes on');
       }

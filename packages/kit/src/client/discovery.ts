@@ -54,6 +54,46 @@ export class Discovery {
     return info;
   }
 
+  /**
+   * Every resource the server serves at each group's PREFERRED version (the core group's
+   * `v1` included), subresources left out: what a rule naming resources by plural
+   * (`apiGroups`, `resources`, `*`) expands against. Reads `/api` and `/apis` each call
+   * (a CRD may have been installed since) and each group-version once per cache life.
+   * A group-version that fails to answer (an aggregated API down) is left out rather
+   * than failing the whole answer, and named in `unavailable`.
+   */
+  async preferredResources(): Promise<{ resources: ResourceInfo[]; unavailable: string[] }> {
+    const core = await this.transport.request<{ versions?: string[] }>({ method: 'GET', path: '/api' });
+    const groups = await this.transport.request<{
+      groups?: {
+        name: string;
+        preferredVersion?: { groupVersion: string };
+        versions?: { groupVersion: string }[];
+      }[];
+    }>({ method: 'GET', path: '/apis' });
+    const apiVersions = [
+      ...(core.versions?.includes('v1') ? ['v1'] : (core.versions ?? []).slice(0, 1)),
+      ...(groups.groups ?? []).flatMap((g) => {
+        const v = g.preferredVersion?.groupVersion ?? g.versions?.[0]?.groupVersion;
+        return v ? [v] : [];
+      }),
+    ];
+    const resources: ResourceInfo[] = [];
+    const unavailable: string[] = [];
+    await Promise.all(
+      apiVersions.map(async (apiVersion) => {
+        try {
+          const entry = this.cache.get(apiVersion) ?? (await this.fetch(apiVersion));
+          resources.push(...entry.kinds.values());
+        } catch {
+          unavailable.push(apiVersion);
+        }
+      }),
+    );
+    resources.sort((a, b) => a.group.localeCompare(b.group) || a.resource.localeCompare(b.resource));
+    return { resources, unavailable: unavailable.sort() };
+  }
+
   /** Forgets everything; the next resolve reads the server again. */
   invalidate(apiVersion?: string): void {
     if (apiVersion) this.cache.delete(apiVersion);

@@ -373,6 +373,17 @@ export class Controller<T extends KubeObject = KubeObject> {
     }
   }
 
+  /**
+   * Queues `key` for a reconcile, deduplicated like any event: the way for something
+   * outside the informers (a data plane's state change, a timer of the operator's own)
+   * to ask for a status refresh, as controller-runtime's channel source does. Ignored
+   * once the controller is stopping.
+   */
+  enqueue(key: ObjectKey): void {
+    if (this.queue.shuttingDown) return;
+    this.queue.add(key);
+  }
+
   /** Resolves once every informer this controller reads has stored its first list. */
   async waitForSync(): Promise<void> {
     await Promise.all(this.informers.map((i) => i.waitForSync()));

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { durationSeconds, parseDurationMs } from '../src/domain/duration.ts';
+import { durationSeconds, parseDurationMs } from '../src/base/duration.ts';
 
 const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 } as const;
 type Unit = keyof typeof UNIT_MS;

@@ -1,8 +1,9 @@
 /**
  * Go durations (`5m`, `1h30m`, `300s`, `1500ms`, `1.5h`), read as Go reads them: in whole
  * nanoseconds, with integer arithmetic (a float would make `0.07h` one second too long).
- * Timeouts go to the server in whole seconds, so that `5m` and `300s` are the same value
- * when diffed.
+ * Only the units h, m, s and ms, unsigned: the dialect operators accept in CRD fields and
+ * flags. Timeouts sent to a server in whole seconds are rounded up, so that `5m` and `300s`
+ * are the same value when diffed and a timeout is never shortened.
  */
 const UNIT_NS: Readonly<Record<string, bigint>> = {
   h: 3_600_000_000_000n,

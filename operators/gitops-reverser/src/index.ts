@@ -1,0 +1,1 @@
+export { createOperator, LEASE_NAME, type Operator, type OperatorOptions } from './operator.ts';
