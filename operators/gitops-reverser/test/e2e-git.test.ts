@@ -24,7 +24,7 @@ import {
   treeOf,
 } from './support/git-fixtures.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
-import { Harness, KINDS, naiveSanitize, repoDocs, until } from './support/harness.ts';
+import { condition, Harness, KINDS, naiveSanitize, repoDocs, until } from './support/harness.ts';
 import { runSops, sopsBinary } from './support/sops-binary.ts';
 import { startSshd } from './support/sshd.ts';
 
@@ -133,6 +133,28 @@ describe('writing to Git (real git, real apiserver)', () => {
         'every update of the branch was a fast-forward',
       );
     }
+  });
+
+  it('a CommitRequest with nothing pending is Ready (NoWindowInGrace), one for a missing target waits (GitTargetNotFound)', async (t) => {
+    const { ns, cp } = await admitted(t, 'gr-cr');
+    const repo = await h.bareRepo('cr');
+    await h.mirrorConfigMaps(ns, { clusterProvider: cp, url: repo.url, window: '0s' });
+    await h.waitCondition(KINDS.gitTarget, ns, 'mirror', 'Ready', 'True');
+    const tip = await tipOf(repo.path);
+    await h.create(KINDS.commitRequest, ns, 'idle', { targetRef: { name: 'mirror' }, closeDelaySeconds: 1 });
+    const idle = await h.waitCondition(KINDS.commitRequest, ns, 'idle', 'Ready', 'True', 'NoWindowInGrace');
+    assert.equal(condition(idle, 'Pushed')?.status, 'False');
+    assert.equal(await tipOf(repo.path), tip, 'nothing committed');
+    await h.create(KINDS.commitRequest, ns, 'orphan', { targetRef: { name: 'no-such-target' } });
+    const orphan = await h.waitCondition(
+      KINDS.commitRequest,
+      ns,
+      'orphan',
+      'Ready',
+      'False',
+      'GitTargetNotFound',
+    );
+    assert.equal(condition(orphan, 'Stalled')?.status, 'False', 'it waits for the target');
   });
 
   it('HTTP basic auth with the GitProvider Secret token over real git-http-backend; a wrong token is AuthFailed', async (t) => {
