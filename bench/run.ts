@@ -17,7 +17,8 @@ const all = readdirSync(dir)
 const args = process.argv.slice(2);
 const firstFlag = args.findIndex((a) => a.startsWith('-'));
 const asked = firstFlag < 0 ? args : args.slice(0, firstFlag);
-const passed = firstFlag < 0 ? [] : args.slice(firstFlag);
+// `--` is npm's separator; called directly (`node bench/run.ts x -- --flag`) it must not reach a bench's parseArgs.
+const passed = firstFlag < 0 ? [] : args.slice(firstFlag).filter((a) => a !== '--');
 const unknown = asked.filter((a) => !all.includes(a));
 if (unknown.length) {
   process.stderr.write(`no benchmark named ${unknown.join(', ')}; there are: ${all.join(', ')}\n`);
