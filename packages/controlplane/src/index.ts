@@ -6,6 +6,7 @@ export {
 } from './controller-manager.ts';
 export { ControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 export { ControlPlaneError } from './errors.ts';
+export { type GoOptions, type GoRun, runGo } from './go.ts';
 export { withLock } from './lock.ts';
 export { liveChildren } from './process.ts';
 export { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';

@@ -177,6 +177,8 @@ export async function eventually<T>(
   what: string,
   fn: () => Promise<T | undefined>,
   timeoutMs = 20_000,
+  /** Between probes; a probe that reads git or lists much wants more than the default. */
+  intervalMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -192,6 +194,6 @@ export async function eventually<T>(
         `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
       );
     }
-    await sleep(50);
+    await sleep(intervalMs);
   }
 }

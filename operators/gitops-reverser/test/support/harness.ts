@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before } from 'node:test';
-import { type TestEnv, testEnv } from '@operators/controlplane/testing';
+import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import {
   ApiErrorReason,
   type Condition,
@@ -52,28 +52,9 @@ export const condition = (o: Obj | undefined, type: string): Condition | undefin
   o?.status?.conditions?.find((c) => c.type === type);
 
 /** Waits until `probe` returns a value (not undefined), or fails after `timeoutMs` saying what it waited for. */
-export async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
-      );
-    }
-    // Probes read git and the apiserver: a quarter second keeps them from crowding the operator.
-    await new Promise((r) => setTimeout(r, 250));
-  }
+export function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  // Probes read git and the apiserver: a quarter second keeps them from crowding the operator.
+  return eventually(what, probe, timeoutMs, 250);
 }
 
 export class Harness {

@@ -9,13 +9,13 @@
  * lock so that parallel test processes build it once. A cold build downloads sops'
  * module graph and compiles it: minutes, once per machine and version.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { cacheRoot, withLock } from '@operators/controlplane';
+import { cacheRoot, runGo, withLock } from '@operators/controlplane';
 
 const exec = promisify(execFile);
 
@@ -23,9 +23,6 @@ const exec = promisify(execFile);
 export const SOPS_VERSION = 'v3.13.3';
 /** The Go package of the sops command. */
 const SOPS_PACKAGE = 'github.com/getsops/sops/v3/cmd/sops';
-/** How many lines of the toolchain's output a build failure shows. */
-const FAILURE_TAIL_LINES = 25;
-
 export type Log = (message: string) => void;
 
 function defaultLog(message: string): void {
@@ -51,7 +48,8 @@ async function buildSops(dest: string, log: Log): Promise<void> {
   await runGo(['install', '-trimpath', '-ldflags', '-s -w', `${SOPS_PACKAGE}@${SOPS_VERSION}`], {
     // No go.mod around: `go install pkg@version` resolves the module's own requirements.
     cwd: tmpdir(),
-    env: { CGO_ENABLED: '0', GOBIN: out, GOFLAGS: '-buildvcs=false' },
+    env: { CGO_ENABLED: '0', GOBIN: out },
+    purpose: `building sops ${SOPS_VERSION}`,
   });
   const built = join(out, 'sops');
   const { stdout } = await exec(built, ['--version', '--disable-version-check']);
@@ -61,38 +59,6 @@ async function buildSops(dest: string, log: Log): Promise<void> {
   await mkdir(dest, { recursive: true });
   await rename(built, join(dest, 'sops'));
   log(`sops ${SOPS_VERSION} built in ${Math.round((Date.now() - started) / 1000)} s`);
-}
-
-function runGo(args: readonly string[], opts: { cwd: string; env: Record<string, string> }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('go', args, {
-      cwd: opts.cwd,
-      env: { ...process.env, ...opts.env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      reject(
-        err.code === 'ENOENT'
-          ? new Error(
-              'building sops for the tests needs the Go toolchain on PATH (https://go.dev/doc/install)',
-            )
-          : err,
-      );
-    });
-    child.on('close', (code, signal) => {
-      if (code === 0) return resolve();
-      const tail = stderr.trimEnd().split('\n').slice(-FAILURE_TAIL_LINES).join('\n');
-      reject(
-        new Error(
-          `\`go ${args.join(' ')}\` failed (${signal ?? `exit ${code}`}); the module proxy must be reachable:\n${tail}`,
-        ),
-      );
-    });
-  });
 }
 
 async function isExecutable(path: string): Promise<boolean> {
