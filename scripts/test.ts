@@ -34,6 +34,17 @@ if (selected.length === 0) {
   process.exit(1);
 }
 
+// The Go tools some tests need, built niced beside the run (see prebuild-test-tools.ts).
+const prebuild = spawn(
+  'nice',
+  ['-n', '10', process.execPath, 'scripts/prebuild-test-tools.ts', ...selected],
+  {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  },
+);
+prebuild.on('error', () => undefined);
+
 const child = spawn(
   process.execPath,
   [
@@ -46,4 +57,6 @@ const child = spawn(
   { cwd: root, stdio: 'inherit' },
 );
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+// A filtered run may end before the prebuild: it finishes on its own (a build killed half-way
+// would leave its lock to a process that is gone and its compiler still writing).
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

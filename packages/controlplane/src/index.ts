@@ -7,6 +7,7 @@ export {
 export { ControlPlane, type ControlPlaneOptions } from './controlplane.ts';
 export { ControlPlaneError } from './errors.ts';
 export { type GoOptions, type GoRun, runGo } from './go.ts';
+export { type GoTool, goToolBinary, type ToolLog } from './go-tool.ts';
 export { withLock } from './lock.ts';
 export { liveChildren } from './process.ts';
 export { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';

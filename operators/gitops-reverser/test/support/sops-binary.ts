@@ -10,73 +10,31 @@
  * module graph and compiles it: minutes, once per machine and version.
  */
 import { execFile } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { cacheRoot, runGo, withLock } from '@operators/controlplane';
-
-const exec = promisify(execFile);
+import { join } from 'node:path';
+import { type GoTool, goToolBinary } from '@operators/controlplane';
 
 /** The sops release the tests hold our files to. Its cache folder is per version, so a bump rebuilds. */
 export const SOPS_VERSION = 'v3.13.3';
-/** The Go package of the sops command. */
-const SOPS_PACKAGE = 'github.com/getsops/sops/v3/cmd/sops';
 export type Log = (message: string) => void;
 
 function defaultLog(message: string): void {
   process.stderr.write(`[sops] ${message}\n`);
 }
 
+/** sops as a Go tool. */
+export const SOPS_TOOL: GoTool = {
+  name: 'sops',
+  version: SOPS_VERSION,
+  pkg: 'github.com/getsops/sops/v3/cmd/sops',
+  versionArgs: ['--version', '--disable-version-check'],
+  versionMatches: (stdout) => stdout.includes(SOPS_VERSION.replace(/^v/, '')),
+};
+
 /** The path of the sops binary, building it first if the cache does not hold it. */
-export async function sopsBinary(log: Log = defaultLog): Promise<string> {
-  const bin = join(cacheRoot(), 'bin', `sops-${SOPS_VERSION}`, 'sops');
-  if (await isExecutable(bin)) return bin;
-  await withLock(join(cacheRoot(), 'locks', `sops-${SOPS_VERSION}`), log, async () => {
-    if (!(await isExecutable(bin))) await buildSops(dirname(bin), log);
-  });
-  return bin;
-}
-
-async function buildSops(dest: string, log: Log): Promise<void> {
-  log(`building sops ${SOPS_VERSION} with Go into ${dest} (a few minutes the first time)`);
-  const started = Date.now();
-  const out = join(cacheRoot(), 'build', `sops-${SOPS_VERSION}`, 'out');
-  await rm(out, { recursive: true, force: true });
-  await mkdir(out, { recursive: true });
-  await runGo(['install', '-trimpath', '-ldflags', '-s -w', `${SOPS_PACKAGE}@${SOPS_VERSION}`], {
-    // No go.mod around: `go install pkg@version` resolves the module's own requirements.
-    cwd: tmpdir(),
-    env: { CGO_ENABLED: '0', GOBIN: out },
-    purpose: `building sops ${SOPS_VERSION}`,
-  });
-  const built = join(out, 'sops');
-  const { stdout } = await exec(built, ['--version', '--disable-version-check']);
-  if (!stdout.includes(SOPS_VERSION.replace(/^v/, ''))) {
-    throw new Error(`the sops just built reports "${stdout.trim()}", not ${SOPS_VERSION}`);
-  }
-  await mkdir(dest, { recursive: true });
-  await rename(built, join(dest, 'sops'));
-  log(`sops ${SOPS_VERSION} built in ${Math.round((Date.now() - started) / 1000)} s`);
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function _isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+export function sopsBinary(log: Log = defaultLog): Promise<string> {
+  return goToolBinary(SOPS_TOOL, log);
 }
 
 export interface SopsRun {

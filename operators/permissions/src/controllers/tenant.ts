@@ -1,0 +1,200 @@
+/**
+ * The Tenant reconciler (§5). Apply: the finalizer (then at once again, as §5 does, so
+ * the first real pass sees the object with it), the parent check, the generated Scope
+ * (owned by the Tenant), the tenant-get / tenant-edit Roles and their bindings, the
+ * model, `TenantCreated=True`. Delete: refuse while child Tenants exist; delete the
+ * Scope with foreground propagation (its UserRoles and GroupRoles go first, and the
+ * Scope's own wait for them cannot deadlock: see docs/permissions.md), wait ~5 s at a
+ * time until it is gone, then the Roles, the model entry (which clears the parent
+ * Scope's reference to this tenant's paths) and the finalizer.
+ */
+import {
+  addFinalizer,
+  type Condition,
+  type Controller,
+  controllerReference,
+  EventType,
+  finalizerLifecycle,
+  type KubeClient,
+  type KubeObject,
+  type Manager,
+  removeFinalizer,
+  withConditions,
+} from '@operators/kit';
+import { FINALIZER } from '../api/common.ts';
+import { SCOPE } from '../api/scope.ts';
+import { TENANT, type Tenant, type TenantStatus } from '../api/tenant.ts';
+import { ownerLabels, tenantEditRoleName, tenantGetRoleName, tenantScopeName } from '../domain/names.ts';
+import { Reason } from '../domain/reasons.ts';
+import { tenantRoleBindings, tenantRoles, tenantScope, tenantWithinParent } from '../domain/tenant.ts';
+import { type Deps, FIELD_MANAGER, getOf, listOf } from './deps.ts';
+import { ROLE, ROLE_BINDING } from './gvks.ts';
+import { applyStatus } from './status-writes.ts';
+import { applyIfDiffers, deleteIfOurs } from './writes.ts';
+
+/** The condition §7 names: the tenant's Scope, roles and model entry are in place. */
+export const CONDITION_TENANT_CREATED = 'TenantCreated';
+
+export function addTenantController(manager: Manager, deps: Deps): Controller<Tenant> {
+  return (
+    manager
+      .controller('tenant')
+      .for<Tenant>(TENANT)
+      .owns(SCOPE)
+      // A child's change (its creation, its deletion) concerns its parent's delete check.
+      .watches(TENANT, (t: KubeObject) => {
+        const parent = (t as Tenant).spec.parent;
+        return parent ? [`${t.metadata.namespace}/${parent}`] : [];
+      })
+      .withConcurrency(2)
+      .resyncEvery(deps.intervals.resyncMs)
+      .reconcile(async (req, ctx) => {
+        await deps.model.whenReady();
+        const tenant = req.object as Tenant | undefined;
+        if (!tenant) {
+          return {};
+        }
+        const step = finalizerLifecycle(tenant, FINALIZER);
+        switch (step.kind) {
+          case 'nothing':
+            return {};
+          case 'add': {
+            const added = await addFinalizer(ctx.client, tenant, FINALIZER);
+            // §5: right after the first finalizer, come straight back.
+            return added.kind === 'gone' ? {} : { requeue: true };
+          }
+          case 'apply':
+            return apply(deps, ctx.client, tenant);
+          case 'cleanup':
+            return cleanup(deps, ctx.client, tenant);
+          default:
+            return step satisfies never;
+        }
+      })
+  );
+}
+
+function conditionsWith(
+  tenant: Tenant,
+  status: 'True' | 'False',
+  reason: string,
+  message: string,
+  now: Date,
+): readonly Condition[] {
+  return withConditions(
+    tenant.status?.conditions,
+    [
+      {
+        type: CONDITION_TENANT_CREATED,
+        status,
+        reason,
+        message,
+        observedGeneration: tenant.metadata.generation,
+      },
+    ],
+    now,
+  );
+}
+
+async function apply(deps: Deps, client: KubeClient, tenant: Tenant) {
+  const ns = tenant.metadata.namespace ?? '';
+  const name = tenant.metadata.name ?? '';
+  const now = new Date(deps.clock.now());
+  let parentScope: string | undefined;
+  if (tenant.spec.parent) {
+    const parent = getOf(deps.caches.tenants, ns, tenant.spec.parent);
+    const within = parent ? tenantWithinParent(tenant, parent) : undefined;
+    if (!parent || (within && !within.ok)) {
+      const reason = parent
+        ? within && !within.ok
+          ? within.reason
+          : Reason.ParentTenantNotFound
+        : Reason.ParentTenantNotFound;
+      const message =
+        parent && within && !within.ok
+          ? within.message
+          : `parent Tenant "${tenant.spec.parent}" does not exist in namespace "${ns}"`;
+      await applyStatus(client, TENANT, tenant, {
+        ...tenant.status,
+        conditions: conditionsWith(tenant, 'False', reason, message, now),
+        observedGeneration: tenant.metadata.generation,
+      } satisfies TenantStatus);
+      deps.recorder.event(tenant, { type: EventType.Warning, reason, action: 'Reconcile', note: message });
+      return { requeue: true };
+    }
+    parentScope = tenantScopeName(parent.metadata.name ?? '');
+  }
+  const owner = controllerReference(tenant);
+  const scope = tenantScope(tenant, parentScope);
+  await applyIfDiffers(
+    client,
+    { ...scope, metadata: { ...scope.metadata, ownerReferences: [owner] } } as KubeObject,
+    FIELD_MANAGER,
+  );
+  for (const obj of [...tenantRoles(tenant), ...tenantRoleBindings(tenant)]) {
+    await applyIfDiffers(
+      client,
+      { ...obj, metadata: { ...obj.metadata, ownerReferences: [owner] } } as KubeObject,
+      FIELD_MANAGER,
+    );
+  }
+  const status: TenantStatus = {
+    conditions: conditionsWith(
+      tenant,
+      'True',
+      'Created',
+      `Scope ${scope.metadata.name} and roles in place`,
+      now,
+    ),
+    scopeRef: { name: scope.metadata.name ?? '' },
+    roles: { get: tenantGetRoleName(name), edit: tenantEditRoleName(name) },
+    observedGeneration: tenant.metadata.generation,
+  };
+  await applyStatus(client, TENANT, tenant, status);
+  return {};
+}
+
+async function cleanup(deps: Deps, client: KubeClient, tenant: Tenant) {
+  const ns = tenant.metadata.namespace ?? '';
+  const name = tenant.metadata.name ?? '';
+  const now = new Date(deps.clock.now());
+  const children = listOf(deps.caches.tenants).filter(
+    (t) => t.metadata.namespace === ns && t.spec.parent === name,
+  );
+  if (children.length > 0) {
+    const message = `child Tenant(s) ${children.map((c) => c.metadata.name).join(', ')} still exist; delete them first`;
+    await applyStatus(client, TENANT, tenant, {
+      ...tenant.status,
+      conditions: withConditions(
+        tenant.status?.conditions,
+        [{ type: 'Deleting', status: 'False', reason: Reason.ChildTenantsExist, message }],
+        now,
+      ),
+    });
+    deps.recorder.event(tenant, {
+      type: EventType.Warning,
+      reason: Reason.ChildTenantsExist,
+      action: 'Delete',
+      note: message,
+    });
+    return { requeueAfterMs: deps.intervals.tenantScopeWaitMs };
+  }
+  const scopeName = tenantScopeName(name);
+  const scope = getOf(deps.caches.scopes, ns, scopeName) ?? (await client.find(SCOPE, scopeName, ns));
+  if (scope) {
+    // Foreground: the garbage collector deletes the roles that hang off the Scope first.
+    if (!scope.metadata.deletionTimestamp) {
+      await client.delete(SCOPE, scopeName, ns, { propagationPolicy: 'Foreground', uid: scope.metadata.uid });
+    }
+    return { requeueAfterMs: deps.intervals.tenantScopeWaitMs };
+  }
+  const labels = ownerLabels({ kind: 'Tenant', namespace: ns, name, uid: tenant.metadata.uid ?? '' });
+  for (const obj of tenantRoleBindings(tenant)) {
+    await deleteIfOurs(client, ROLE_BINDING, obj.metadata.name ?? '', ns, labels);
+  }
+  await deleteIfOurs(client, ROLE, tenantGetRoleName(name), ns, labels);
+  await deleteIfOurs(client, ROLE, tenantEditRoleName(name), ns, labels);
+  // The parent's Scope lists this tenant's paths: look at it again.
+  const removed = await removeFinalizer(client, tenant, FINALIZER);
+  return removed.kind === 'conflict' ? { requeue: true } : {};
+}

@@ -1,0 +1,173 @@
+/**
+ * The permissions operator as one object: a manager with the five reconcilers (§5), the
+ * caches they read, the model fed from those caches, the `/bundle` server for OPA, the
+ * client-cluster registry, the plugins, and (unless turned off, §6) the admission
+ * webhooks. `main.ts`, `local.ts` and the tests build it here.
+ */
+import {
+  type Clock,
+  type Controller,
+  type KubeClient,
+  Manager,
+  type ManagerOptions,
+  realClock,
+  WebhookServer,
+} from '@operators/kit';
+import { GROUP_ROLE, type GroupRole } from './api/group-role.ts';
+import { PERMISSION, type Permission } from './api/permission.ts';
+import { SCOPE, type Scope } from './api/scope.ts';
+import { TENANT, type Tenant } from './api/tenant.ts';
+import { USER_ROLE, type UserRole } from './api/user-role.ts';
+import { ClusterRegistry } from './clusters/registry.ts';
+import { type Caches, DEFAULT_INTERVALS, type Deps, type Intervals } from './controllers/deps.ts';
+import { CAPI_CLUSTER } from './controllers/gvks.ts';
+import { ModelFeed } from './controllers/model-feed.ts';
+import { addPermissionController } from './controllers/permission.ts';
+import { addRoleController } from './controllers/role.ts';
+import { addScopeController } from './controllers/scope.ts';
+import { addTenantController } from './controllers/tenant.ts';
+import { type CapiCluster, clusterId } from './domain/cluster-selection.ts';
+import { BundleServer } from './model/bundle-server.ts';
+import { StorageEngine } from './model/storage-engine.ts';
+import { allPlugins } from './plugins/index.ts';
+import { roleHandler, tenantHandler, WEBHOOK_PATHS } from './webhooks/handlers.ts';
+
+/** The Lease that elects one writer among replicas (§4: the Deployment is stp-controller). */
+export const LEASE_NAME = 'stp-controller.permissions.shturval.tech';
+
+/** How long a client cluster's kubeconfig Secret read is trusted (src/clusters/registry.ts). */
+export const CLUSTER_SECRET_MAX_AGE_MS = 2_000;
+
+/** The bundle's default address (§1, §6: "typically 8082"). */
+export const DEFAULT_BUNDLE_PORT = 8082;
+
+export interface WebhookOptions {
+  readonly host?: string;
+  /** 0 picks a free port (tests). */
+  readonly port: number;
+  /** Where tls.crt and tls.key are. */
+  readonly certDir: string;
+}
+
+export interface OperatorOptions {
+  readonly client: KubeClient;
+  readonly leaderElectionNamespace?: string;
+  readonly healthPort?: number;
+  /** The probe endpoint with its host (main.ts's --health-probe-bind-address); wins over healthPort. */
+  readonly healthProbe?: { readonly host?: string; readonly port: number };
+  readonly metrics?: ManagerOptions['metrics'];
+  readonly registry?: ManagerOptions['registry'];
+  readonly logger?: ManagerOptions['logger'];
+  readonly bundle?: { readonly host?: string; readonly port: number };
+  /** Absent: no webhooks (ENABLE_WEBHOOKS=false). */
+  readonly webhooks?: WebhookOptions;
+  readonly intervals?: Partial<Intervals>;
+  /** Every call to a client cluster ends after this (one unreachable cluster never holds the others). */
+  readonly clusterDeadlineMs?: number;
+  readonly argoCdNamespace?: string;
+  readonly clock?: Clock;
+}
+
+export interface Operator {
+  readonly manager: Manager;
+  readonly model: StorageEngine;
+  readonly bundle: BundleServer;
+  readonly webhooks: WebhookServer | undefined;
+  readonly clusters: ClusterRegistry;
+  readonly permissions: Controller<Permission>;
+  readonly scopes: Controller<Scope>;
+  readonly userRoles: Controller<UserRole | GroupRole>;
+  readonly groupRoles: Controller<UserRole | GroupRole>;
+  readonly tenants: Controller<Tenant>;
+}
+
+export function createOperator(opts: OperatorOptions): Operator {
+  const manager = new Manager({
+    name: 'permissions',
+    client: opts.client,
+    ...(opts.leaderElectionNamespace
+      ? { leaderElection: { namespace: opts.leaderElectionNamespace, name: LEASE_NAME } }
+      : {}),
+    ...(opts.healthProbe
+      ? { healthProbe: opts.healthProbe }
+      : opts.healthPort === undefined
+        ? {}
+        : { healthProbe: { port: opts.healthPort } }),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.registry ? { registry: opts.registry } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
+  const caches: Caches = {
+    permissions: manager.cache.informer<Permission>(PERMISSION),
+    scopes: manager.cache.informer<Scope>(SCOPE),
+    userRoles: manager.cache.informer<UserRole>(USER_ROLE),
+    groupRoles: manager.cache.informer<GroupRole>(GROUP_ROLE),
+    tenants: manager.cache.informer<Tenant>(TENANT),
+    clusters: manager.cache.informer<CapiCluster>(CAPI_CLUSTER),
+  };
+  const model = new StorageEngine();
+  // Every replica feeds and serves its own model: OPA may poll any pod behind the Service.
+  manager.add(new ModelFeed(model, caches), { needLeaderElection: false });
+  const bundle = new BundleServer({
+    engine: model,
+    port: opts.bundle?.port ?? DEFAULT_BUNDLE_PORT,
+    ...(opts.bundle?.host ? { host: opts.bundle.host } : {}),
+  });
+  manager.add(bundle, { needLeaderElection: false });
+  manager.addReadyCheck('model', () => {
+    if (!model.isReady()) throw new Error('the model is being rebuilt from the API');
+  });
+
+  const clusters = new ClusterRegistry({
+    client: opts.client,
+    ...(opts.clusterDeadlineMs ? { deadlineMs: opts.clusterDeadlineMs } : {}),
+    // One kubeconfig Secret GET per cluster per couple of seconds, not one per reconcile
+    // step; a refused or unanswered call re-reads it at once (a rotation with revocation).
+    secretMaxAgeMs: CLUSTER_SECRET_MAX_AGE_MS,
+  });
+  // A deleted Cluster's client (and its connections) is of no further use.
+  caches.clusters.onDelta((d) => {
+    if (d.type === 'deleted') clusters.forget(clusterId(d.object));
+  });
+  const argoCdNamespace = opts.argoCdNamespace ?? 'argocd';
+  const deps: Deps = {
+    client: manager.client,
+    recorder: manager.recorder,
+    clock: opts.clock ?? realClock,
+    caches,
+    model,
+    registry: clusters,
+    plugins: allPlugins({ management: manager.client }),
+    intervals: { ...DEFAULT_INTERVALS, ...(opts.intervals ?? {}) },
+    argoCdNamespace,
+  };
+
+  let webhooks: WebhookServer | undefined;
+  if (opts.webhooks) {
+    webhooks = new WebhookServer({
+      name: 'permissions-webhooks',
+      port: opts.webhooks.port,
+      certDir: opts.webhooks.certDir,
+      ...(opts.webhooks.host ? { host: opts.webhooks.host } : {}),
+      logger: manager.log,
+      registry: manager.registry,
+    })
+      .validating(WEBHOOK_PATHS.userRole, roleHandler(opts.client, 'UserRole'))
+      .validating(WEBHOOK_PATHS.groupRole, roleHandler(opts.client, 'GroupRole'))
+      .validating(WEBHOOK_PATHS.tenant, tenantHandler(opts.client));
+    manager.add(webhooks, { needLeaderElection: false });
+  }
+
+  return {
+    manager,
+    model,
+    bundle,
+    webhooks,
+    clusters,
+    permissions: addPermissionController(manager, deps),
+    scopes: addScopeController(manager, deps),
+    userRoles: addRoleController(manager, deps, 'UserRole'),
+    groupRoles: addRoleController(manager, deps, 'GroupRole'),
+    tenants: addTenantController(manager, deps),
+  };
+}
