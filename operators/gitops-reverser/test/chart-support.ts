@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import type { KubeObject } from '@operators/kit';
 import { type RenderedChart, renderChart as renderAnyChart } from '../../exoledge/test/chart-support.ts';
 
-export { type RenderedChart, run } from '../../exoledge/test/chart-support.ts';
+export {
+  bindingRows,
+  byKind,
+  names,
+  type RenderedChart,
+  ruleRows,
+  run,
+} from '../../exoledge/test/chart-support.ts';
 
 export const CHART_DIR = join(import.meta.dirname, '..', 'chart');
 

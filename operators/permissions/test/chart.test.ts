@@ -19,8 +19,12 @@ import type { KubeObject } from '@operators/kit';
 import { parseAllDocuments } from 'yaml';
 import {
   applyAll,
+  bindingRows,
+  byKind,
+  names,
   type RenderedChart,
   renderChart as renderAnyChart,
+  ruleRows,
   run,
 } from '../../exoledge/test/chart-support.ts';
 import { LEASE_NAME } from '../src/operator.ts';
@@ -57,48 +61,6 @@ const CRD_NAMES = [
 ];
 const WEBHOOK_SERVICE = { namespace: 'ops', name: 'stp-controller-webhook', port: 443 } as const;
 
-interface Rule {
-  readonly apiGroups?: readonly string[];
-  readonly resources?: readonly string[];
-  readonly resourceNames?: readonly string[];
-  readonly nonResourceURLs?: readonly string[];
-  readonly verbs: readonly string[];
-}
-
-/** One line per rule: `Kind namespace/name: group resource[names] verbs`. */
-function ruleRows(objects: readonly KubeObject[]): string[] {
-  return objects
-    .filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')
-    .flatMap((o) =>
-      ((o as KubeObject & { rules: Rule[] | null }).rules ?? []).map((r) => {
-        const where = `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-        const what = r.nonResourceURLs
-          ? r.nonResourceURLs.join(',')
-          : `${(r.apiGroups ?? []).join(',') || 'core'} ${(r.resources ?? []).join(',')}` +
-            (r.resourceNames ? `[${r.resourceNames.join(',')}]` : '');
-        return `${where}: ${what} ${r.verbs.join(',')}`;
-      }),
-    );
-}
-
-/** One line per binding: `Kind namespace/name -> RoleKind name: subjects`. */
-function bindingRows(objects: readonly KubeObject[]): string[] {
-  return objects
-    .filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')
-    .map((o) => {
-      const b = o as KubeObject & {
-        roleRef: { kind: string; name: string };
-        subjects: { kind: string; name: string; namespace: string }[];
-      };
-      const subjects = b.subjects.map((s) => `${s.kind} ${s.namespace}/${s.name}`).join(',');
-      return `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name} -> ${b.roleRef.kind} ${b.roleRef.name}: ${subjects}`;
-    });
-}
-
-const byKind = (objects: readonly KubeObject[], kind: string): KubeObject[] =>
-  objects.filter((o) => o.kind === kind);
-const names = (objects: readonly KubeObject[]): string[] =>
-  objects.map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`);
 const one = (objects: readonly KubeObject[], kind: string, name: string): KubeObject => {
   const found = objects.filter((o) => o.kind === kind && o.metadata.name === name);
   assert.equal(found.length, 1, `one ${kind} ${name} in ${names(objects).join(', ')}`);

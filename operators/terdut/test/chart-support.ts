@@ -7,7 +7,16 @@ import { join } from 'node:path';
 import type { KubeObject } from '@operators/kit';
 import { type RenderedChart, renderChart as renderAnyChart } from '../../exoledge/test/chart-support.ts';
 
-export { applyAll, RBAC_KINDS, type RenderedChart, run } from '../../exoledge/test/chart-support.ts';
+export {
+  applyAll,
+  bindingRows,
+  byKind,
+  names,
+  RBAC_KINDS,
+  type RenderedChart,
+  ruleRows,
+  run,
+} from '../../exoledge/test/chart-support.ts';
 
 export const CHART_DIR = join(import.meta.dirname, '..', 'chart');
 

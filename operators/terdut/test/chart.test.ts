@@ -14,7 +14,18 @@ import { type TestEnv, testEnv } from '@operators/controlplane/testing';
 import type { KubeObject } from '@operators/kit';
 import { parseAllDocuments } from 'yaml';
 import { LEASE_NAME } from '../src/operator.ts';
-import { applyAll, BYO_DATABASE, CHART_DIR, helmTestCommands, renderChart, run } from './chart-support.ts';
+import {
+  applyAll,
+  BYO_DATABASE,
+  bindingRows,
+  byKind,
+  CHART_DIR,
+  helmTestCommands,
+  names,
+  renderChart,
+  ruleRows,
+  run,
+} from './chart-support.ts';
 
 let env: TestEnv;
 let helm: string;
@@ -34,49 +45,6 @@ const CRD_NAMES = [
 const withServer = (server: Record<string, unknown> = {}): Record<string, unknown> => ({
   server: { enabled: true, spec: { database: BYO_DATABASE }, ...server },
 });
-
-interface Rule {
-  readonly apiGroups?: readonly string[];
-  readonly resources?: readonly string[];
-  readonly resourceNames?: readonly string[];
-  readonly nonResourceURLs?: readonly string[];
-  readonly verbs: readonly string[];
-}
-
-/** One line per rule: `Kind namespace/name: group resource[names] verbs`. */
-function ruleRows(objects: readonly KubeObject[]): string[] {
-  return objects
-    .filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')
-    .flatMap((o) =>
-      ((o as KubeObject & { rules: Rule[] }).rules ?? []).map((r) => {
-        const where = `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-        const what = r.nonResourceURLs
-          ? r.nonResourceURLs.join(',')
-          : `${(r.apiGroups ?? []).join(',') || 'core'} ${(r.resources ?? []).join(',')}` +
-            (r.resourceNames ? `[${r.resourceNames.join(',')}]` : '');
-        return `${where}: ${what} ${r.verbs.join(',')}`;
-      }),
-    );
-}
-
-/** One line per binding: `Kind namespace/name -> RoleKind name: subjects`. */
-function bindingRows(objects: readonly KubeObject[]): string[] {
-  return objects
-    .filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')
-    .map((o) => {
-      const b = o as KubeObject & {
-        roleRef: { kind: string; name: string };
-        subjects: { kind: string; name: string; namespace: string }[];
-      };
-      const subjects = b.subjects.map((s) => `${s.kind} ${s.namespace}/${s.name}`).join(',');
-      return `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name} -> ${b.roleRef.kind} ${b.roleRef.name}: ${subjects}`;
-    });
-}
-
-const byKind = (objects: readonly KubeObject[], kind: string): KubeObject[] =>
-  objects.filter((o) => o.kind === kind);
-const names = (objects: readonly KubeObject[]): string[] =>
-  objects.map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`);
 
 interface Container {
   readonly image: string;

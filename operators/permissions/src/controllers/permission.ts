@@ -8,15 +8,7 @@
  * entry, and the finalizer. A Cluster API Cluster that changes re-reconciles the
  * Permissions that select it or were applied to it.
  */
-import {
-  addFinalizer,
-  type Controller,
-  EventType,
-  finalizerLifecycle,
-  type KubeObject,
-  type Manager,
-  removeFinalizer,
-} from '@operators/kit';
+import { type Controller, EventType, type KubeObject, type Manager, removeFinalizer } from '@operators/kit';
 import { FINALIZER } from '../api/common.ts';
 import { PERMISSION, type Permission, type PermissionStatus } from '../api/permission.ts';
 import { PLATFORM } from '../api/role-status.ts';
@@ -31,6 +23,7 @@ import {
 import { Reason } from '../domain/reasons.ts';
 import { type Deps, FIELD_MANAGER, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER, CLUSTER_ROLE } from './gvks.ts';
+import { reconcileLifecycle } from './lifecycle.ts';
 import { clusterSelectionChanged } from './predicates.ts';
 import { applyStatus } from './status-writes.ts';
 import { applyIfDiffers, deleteIfOurs } from './writes.ts';
@@ -70,23 +63,10 @@ export function addPermissionController(manager: Manager, deps: Deps): Controlle
       if (!p) {
         return {};
       }
-      const step = finalizerLifecycle(p, FINALIZER);
-      switch (step.kind) {
-        case 'nothing':
-          return {};
-        case 'add': {
-          const added = await addFinalizer(ctx.client, p, FINALIZER);
-          if (added.kind === 'conflict') return { requeue: true };
-          if (added.kind === 'gone') return {};
-          return apply(deps, ctx.client, added.kind === 'patched' ? added.object : p);
-        }
-        case 'apply':
-          return apply(deps, ctx.client, p);
-        case 'cleanup':
-          return cleanup(deps, ctx.client, p);
-        default:
-          return step satisfies never;
-      }
+      return reconcileLifecycle(ctx.client, p, {
+        apply: (o) => apply(deps, ctx.client, o),
+        cleanup: (o) => cleanup(deps, ctx.client, o),
+      });
     });
 }
 

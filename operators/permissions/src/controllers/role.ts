@@ -9,11 +9,9 @@
  * Delete: every plugin removes what it wrote, then the model entry and the finalizer.
  */
 import {
-  addFinalizer,
   type Controller,
   claimController,
   EventType,
-  finalizerLifecycle,
   type GroupVersionKind,
   type JsonValue,
   jsonEqual,
@@ -34,6 +32,7 @@ import { roleMessage, roleReady } from '../domain/role-status.ts';
 import type { Plugin, PluginContext, Subject } from '../plugins/plugin.ts';
 import { type Deps, FIELD_MANAGER, getOf, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER } from './gvks.ts';
+import { reconcileLifecycle } from './lifecycle.ts';
 import { clusterPauseOrReadinessChanged, specOrDeletionChanged } from './predicates.ts';
 import { applyStatus } from './status-writes.ts';
 
@@ -77,23 +76,10 @@ export function addRoleController(manager: Manager, deps: Deps, kind: RoleKind):
       if (!role) {
         return {};
       }
-      const step = finalizerLifecycle(role, FINALIZER);
-      switch (step.kind) {
-        case 'nothing':
-          return {};
-        case 'add': {
-          const added = await addFinalizer(ctx.client, role, FINALIZER);
-          if (added.kind === 'conflict') return { requeue: true };
-          if (added.kind === 'gone') return {};
-          return apply(deps, ctx.client, kind, added.kind === 'patched' ? (added.object as AnyRole) : role);
-        }
-        case 'apply':
-          return apply(deps, ctx.client, kind, role);
-        case 'cleanup':
-          return cleanup(deps, ctx.client, kind, role);
-        default:
-          return step satisfies never;
-      }
+      return reconcileLifecycle(ctx.client, role, {
+        apply: (o) => apply(deps, ctx.client, kind, o),
+        cleanup: (o) => cleanup(deps, ctx.client, kind, o),
+      });
     });
 }
 

@@ -7,15 +7,7 @@
  * cluster sends us no event. Delete: wait (~5 s retries) while the model still holds a
  * user or group for it, then drop the annotations, the model entry and the finalizer.
  */
-import {
-  addFinalizer,
-  type Controller,
-  EventType,
-  finalizerLifecycle,
-  type KubeObject,
-  type Manager,
-  removeFinalizer,
-} from '@operators/kit';
+import { type Controller, EventType, type KubeObject, type Manager, removeFinalizer } from '@operators/kit';
 import { FINALIZER } from '../api/common.ts';
 import { GROUP_ROLE, type GroupRole } from '../api/group-role.ts';
 import { PERMISSION } from '../api/permission.ts';
@@ -28,6 +20,7 @@ import { scopePaths, scopeRequeueMs } from '../domain/scope.ts';
 import { scopeAnnotationKey, scopeAnnotationPatch } from '../domain/scope-annotations.ts';
 import { type Deps, getOf, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER, NAMESPACE } from './gvks.ts';
+import { reconcileLifecycle } from './lifecycle.ts';
 import { clusterSelectionChanged, specOrDeletionChanged } from './predicates.ts';
 import { applyStatus } from './status-writes.ts';
 
@@ -71,23 +64,10 @@ export function addScopeController(manager: Manager, deps: Deps): Controller<Sco
       if (!scope) {
         return {};
       }
-      const step = finalizerLifecycle(scope, FINALIZER);
-      switch (step.kind) {
-        case 'nothing':
-          return {};
-        case 'add': {
-          const added = await addFinalizer(ctx.client, scope, FINALIZER);
-          if (added.kind === 'conflict') return { requeue: true };
-          if (added.kind === 'gone') return {};
-          return apply(deps, ctx.client, added.kind === 'patched' ? added.object : scope);
-        }
-        case 'apply':
-          return apply(deps, ctx.client, scope);
-        case 'cleanup':
-          return cleanup(deps, ctx.client, scope);
-        default:
-          return step satisfies never;
-      }
+      return reconcileLifecycle(ctx.client, scope, {
+        apply: (o) => apply(deps, ctx.client, o),
+        cleanup: (o) => cleanup(deps, ctx.client, o),
+      });
     });
 }
 

@@ -9,12 +9,10 @@
  * Scope's reference to this tenant's paths) and the finalizer.
  */
 import {
-  addFinalizer,
   type Condition,
   type Controller,
   controllerReference,
   EventType,
-  finalizerLifecycle,
   type KubeClient,
   type KubeObject,
   type Manager,
@@ -29,6 +27,7 @@ import { Reason } from '../domain/reasons.ts';
 import { tenantRoleBindings, tenantRoles, tenantScope, tenantWithinParent } from '../domain/tenant.ts';
 import { type Deps, FIELD_MANAGER, getOf, listOf } from './deps.ts';
 import { ROLE, ROLE_BINDING } from './gvks.ts';
+import { reconcileLifecycle } from './lifecycle.ts';
 import { applyStatus } from './status-writes.ts';
 import { applyIfDiffers, deleteIfOurs } from './writes.ts';
 
@@ -54,22 +53,12 @@ export function addTenantController(manager: Manager, deps: Deps): Controller<Te
         if (!tenant) {
           return {};
         }
-        const step = finalizerLifecycle(tenant, FINALIZER);
-        switch (step.kind) {
-          case 'nothing':
-            return {};
-          case 'add': {
-            const added = await addFinalizer(ctx.client, tenant, FINALIZER);
-            // §5: right after the first finalizer, come straight back.
-            return added.kind === 'gone' ? {} : { requeue: true };
-          }
-          case 'apply':
-            return apply(deps, ctx.client, tenant);
-          case 'cleanup':
-            return cleanup(deps, ctx.client, tenant);
-          default:
-            return step satisfies never;
-        }
+        // §5: right after the first finalizer, come straight back.
+        return reconcileLifecycle(ctx.client, tenant, {
+          apply: (o) => apply(deps, ctx.client, o),
+          cleanup: (o) => cleanup(deps, ctx.client, o),
+          requeueAfterAdd: true,
+        });
       })
   );
 }
