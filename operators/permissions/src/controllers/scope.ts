@@ -7,7 +7,15 @@
  * cluster sends us no event. Delete: wait (~5 s retries) while the model still holds a
  * user or group for it, then drop the annotations, the model entry and the finalizer.
  */
-import { type Controller, EventType, type KubeObject, type Manager, removeFinalizer } from '@operators/kit';
+import {
+  ApiErrorReason,
+  type Controller,
+  EventType,
+  isApiError,
+  type KubeObject,
+  type Manager,
+  removeFinalizer,
+} from '@operators/kit';
 import { FINALIZER } from '../api/common.ts';
 import { GROUP_ROLE, type GroupRole } from '../api/group-role.ts';
 import { PERMISSION } from '../api/permission.ts';
@@ -189,9 +197,12 @@ async function cleanup(deps: Deps, client: Deps['client'], scope: Scope) {
   for (const c of listOf(deps.caches.clusters)) {
     const patch = scopeAnnotationPatch(c.metadata.annotations, key, false, scope.spec.level);
     if (patch) {
+      // A Cluster deleted meanwhile took its annotation with it; anything else is retried.
       await client
         .patch(CAPI_CLUSTER, c.metadata.name ?? '', c.metadata.namespace, { type: 'merge', body: patch })
-        .catch(() => undefined);
+        .catch((err: unknown) => {
+          if (!isApiError(err, ApiErrorReason.NotFound)) throw err;
+        });
     }
   }
   const removed = await removeFinalizer(client, scope, FINALIZER);
