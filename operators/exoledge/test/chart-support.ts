@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { KubeClient, KubeObject } from '@operators/kit';
+import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
 import { parseAllDocuments, stringify } from 'yaml';
 
 export const CHART_DIR = join(import.meta.dirname, '..', 'chart');
@@ -130,3 +130,24 @@ export const byKind = (objects: readonly KubeObject[], kind: string): KubeObject
   objects.filter((o) => o.kind === kind);
 export const names = (objects: readonly KubeObject[]): string[] =>
   objects.map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+
+/**
+ * Records into `refused` every request of `client` that RBAC refused (403), with what it
+ * asked, so a chart-RBAC test can name the missing grant. A 403 from NamespaceLifecycle is
+ * not RBAC (anything new in a namespace being deleted, e.g. an Event written late into the
+ * namespace of a test that has finished) and is left out.
+ */
+export function recordRbacRefusals(client: KubeClient, refused: string[]): void {
+  const { transport } = client;
+  const send = transport.request.bind(transport);
+  transport.request = async <T>(opts: Parameters<typeof send>[0]): Promise<T> => {
+    try {
+      return await send<T>(opts);
+    } catch (err) {
+      const terminating = /because it is being terminated/.test(err instanceof Error ? err.message : '');
+      if (isApiError(err, ApiErrorReason.Forbidden) && !terminating)
+        refused.push(`${opts.method} ${opts.path}: ${err.message}`);
+      throw err;
+    }
+  };
+}

@@ -25,14 +25,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { resolveBinaries } from '@operators/controlplane';
 import { eventually, privateTestEnv, type TestEnv } from '@operators/controlplane/testing';
-import {
-  ApiErrorReason,
-  type Condition,
-  type GroupVersionKind,
-  isApiError,
-  KubeClient,
-  type KubeObject,
-} from '@operators/kit';
+import { type Condition, type GroupVersionKind, KubeClient, type KubeObject } from '@operators/kit';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { parse } from 'yaml';
@@ -43,7 +36,7 @@ import { GIT_PROVIDER } from '../src/api/git-provider.ts';
 import { GIT_TARGET } from '../src/api/git-target.ts';
 import { WATCH_RULE } from '../src/api/watch-rule.ts';
 import { createOperator, LEASE_NAME, type Operator } from '../src/operator.ts';
-import { CHART_DIR, helmTestCommands, renderChart, run } from './chart-support.ts';
+import { CHART_DIR, helmTestCommands, recordRbacRefusals, renderChart, run } from './chart-support.ts';
 import { initBare, treeOf } from './support/git-fixtures.ts';
 
 /** The release's name and the operator's ServiceAccount, as the chart names it. */
@@ -215,20 +208,7 @@ before(async () => {
   const base = await KubeClient.load(env.kubeconfigPath, { registry });
   cleanups.push(() => base.transport.close());
   operatorClient = base.impersonate({ user: `system:serviceaccount:${release}:${SERVICE_ACCOUNT}` });
-  const { transport } = operatorClient;
-  const send = transport.request.bind(transport);
-  transport.request = async <T>(opts: Parameters<typeof send>[0]): Promise<T> => {
-    try {
-      return await send<T>(opts);
-    } catch (err) {
-      // Not RBAC: NamespaceLifecycle refuses (403) anything new in a namespace being deleted,
-      // e.g. an Event written late into the namespace of a test that has finished.
-      const terminating = /because it is being terminated/.test(err instanceof Error ? err.message : '');
-      if (isApiError(err, ApiErrorReason.Forbidden) && !terminating)
-        refused.push(`${opts.method} ${opts.path}: ${err.message}`);
-      throw err;
-    }
-  };
+  recordRbacRefusals(operatorClient, refused);
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
       for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(line);

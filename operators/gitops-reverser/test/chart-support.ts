@@ -12,6 +12,7 @@ export {
   byKind,
   names,
   type RenderedChart,
+  recordRbacRefusals,
   ruleRows,
   run,
 } from '../../exoledge/test/chart-support.ts';

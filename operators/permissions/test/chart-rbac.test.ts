@@ -29,9 +29,7 @@ import { after, before, describe, it } from 'node:test';
 import { KcmController, resolveBinaries } from '@operators/controlplane';
 import { eventually, privateTestEnv, type TestEnv } from '@operators/controlplane/testing';
 import {
-  ApiErrorReason,
   type GroupVersionKind,
-  isApiError,
   KubeClient,
   type KubeObject,
   selfSignedCertificates,
@@ -40,7 +38,7 @@ import {
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { parse } from 'yaml';
-import { renderChart as renderAnyChart, run } from '../../exoledge/test/chart-support.ts';
+import { recordRbacRefusals, renderChart as renderAnyChart, run } from '../../exoledge/test/chart-support.ts';
 import { createOperator, LEASE_NAME, type Operator } from '../src/operator.ts';
 import {
   type ClientPlane,
@@ -311,20 +309,7 @@ before(
     const base = await KubeClient.load(mgmt.kubeconfigPath, { registry });
     cleanups.push(() => base.transport.close());
     const client = base.impersonate({ user: serviceAccountUser(SERVICE_ACCOUNT) });
-    const { transport } = client;
-    const send = transport.request.bind(transport);
-    transport.request = async <T>(opts: Parameters<typeof send>[0]): Promise<T> => {
-      try {
-        return await send<T>(opts);
-      } catch (err) {
-        // Not RBAC: NamespaceLifecycle refuses (403) anything new in a namespace being deleted,
-        // e.g. an Event written late into the namespace of a test that has finished.
-        const terminating = /because it is being terminated/.test(err instanceof Error ? err.message : '');
-        if (isApiError(err, ApiErrorReason.Forbidden) && !terminating)
-          refused.push(`${opts.method} ${opts.path}: ${err.message}`);
-        throw err;
-      }
-    };
+    recordRbacRefusals(client, refused);
     const stream = new Writable({
       write(chunk: Buffer, _enc, done) {
         for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(line);

@@ -23,14 +23,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { resolveBinaries } from '@operators/controlplane';
 import { eventually, privateTestEnv, type TestEnv } from '@operators/controlplane/testing';
-import {
-  ApiErrorReason,
-  type Condition,
-  type GroupVersionKind,
-  isApiError,
-  KubeClient,
-  type KubeObject,
-} from '@operators/kit';
+import { type Condition, type GroupVersionKind, KubeClient, type KubeObject } from '@operators/kit';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { TERDUT_ALERT_SOURCE } from '../src/api/terdut-alert-source.ts';
@@ -40,7 +33,7 @@ import { TERDUT_SERVER } from '../src/api/terdut-server.ts';
 import { TERDUT_TEAM } from '../src/api/terdut-team.ts';
 import { createOperator, LEASE_NAME } from '../src/operator.ts';
 import { type StandIn, startStandIn } from '../src/server/stand-in.ts';
-import { applyAll, helmTestCommands, renderChart, run } from './chart-support.ts';
+import { applyAll, helmTestCommands, recordRbacRefusals, renderChart, run } from './chart-support.ts';
 
 let env: TestEnv;
 let helm: string;
@@ -170,20 +163,7 @@ describe("the chart's RBAC on a real apiserver", () => {
     const client = admin.impersonate({ user: `system:serviceaccount:${release}:terdut-operator` });
     // Every refused request, to name it if there is one (the metric counts watches too).
     const refused: string[] = [];
-    const { transport } = client;
-    const send = transport.request.bind(transport);
-    transport.request = async <T>(opts: Parameters<typeof send>[0]): Promise<T> => {
-      try {
-        return await send<T>(opts);
-      } catch (err) {
-        // Not RBAC: NamespaceLifecycle refuses (403) anything new in a namespace being deleted,
-        // e.g. an Event written late into the namespace of a test that has finished.
-        const terminating = /because it is being terminated/.test(err instanceof Error ? err.message : '');
-        if (isApiError(err, ApiErrorReason.Forbidden) && !terminating)
-          refused.push(`${opts.method} ${opts.path}: ${err.message}`);
-        throw err;
-      }
-    };
+    recordRbacRefusals(client, refused);
     const logs: string[] = [];
     const stream = new Writable({
       write(chunk: Buffer, _enc, done) {

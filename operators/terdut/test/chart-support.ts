@@ -14,6 +14,7 @@ export {
   names,
   RBAC_KINDS,
   type RenderedChart,
+  recordRbacRefusals,
   ruleRows,
   run,
 } from '../../exoledge/test/chart-support.ts';
