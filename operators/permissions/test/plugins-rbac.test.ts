@@ -9,6 +9,7 @@ import { type TestEnv, testEnv } from '@operators/controlplane/testing';
 import type { KubeClient, KubeObject } from '@operators/kit';
 import type { Level } from '../src/api/common.ts';
 import type { Permission } from '../src/api/permission.ts';
+import type { PluginObject } from '../src/api/role-status.ts';
 import type { PluginContext, Subject } from '../src/plugins/plugin.ts';
 import { RbacPlugin } from '../src/plugins/rbac.ts';
 import { TenantPlugin } from '../src/plugins/tenant.ts';
@@ -26,6 +27,8 @@ interface CtxOptions {
   readonly cluster?: string;
   readonly namespaces?: readonly string[];
   readonly tenant?: string;
+  /** What the role's status recorded for this grant before (absent: never granted here). */
+  readonly previous?: PluginObject;
 }
 
 function ctx(o: CtxOptions): PluginContext {
@@ -54,6 +57,7 @@ function ctx(o: CtxOptions): PluginContext {
     ...(o.tenant ? { tenant: o.tenant } : {}),
     fieldManager: 'permissions.shturval.tech',
     argoCdNamespace: 'argocd',
+    ...(o.previous ? { previous: o.previous } : {}),
   };
 }
 
@@ -178,6 +182,59 @@ describe('RBAC plugin (real apiserver)', () => {
     assert.deepEqual(await plugin.delete(group), { status: 'Applied', objects: [] });
     assert.equal(await env.admin.find(CRB, `shturval:${own}.ops.viewer`), undefined);
     assert.equal(await env.admin.find(CRB, `shturval:${own}.g.ops.viewer`), undefined);
+  });
+
+  it('a grant the status never recorded is created outright; a pass finding its names taken reads and repairs, as after a crash', async (t) => {
+    const [own, web] = [await env.namespace(t, 'rbac-fresh'), await env.namespace(t, 'rbac-fresh-web')];
+    const plugin = new RbacPlugin();
+    const name = `shturval:${own}.alice.viewer`;
+    const alice = (namespaces: string[], previous?: PluginObject) =>
+      ctx({
+        client: env.admin,
+        ownerNamespace: own,
+        owner: { kind: 'UserRole', name: 'alice' },
+        subject: ALICE,
+        level: 'namespace',
+        namespaces,
+        ...(previous ? { previous } : {}),
+      });
+    // A first pass writes both, and its status is never recorded (the operator stopped).
+    assert.equal((await plugin.apply(alice([own, web]))).status, 'Applied');
+    // Meanwhile someone edits one, and the Scope drops the other namespace.
+    const live = await env.admin.get<Binding>(RB, name, own);
+    await env.admin.replace({
+      ...live,
+      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'mallory' }],
+    });
+    // The next pass still has nothing on record: its create finds the name taken, so it
+    // reads, puts the binding back and removes the one no longer wanted.
+    assert.deepEqual(await plugin.apply(alice([own])), {
+      status: 'Applied',
+      objects: [{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', namespace: own, name }],
+    });
+    assert.deepEqual((await env.admin.get<Binding>(RB, name, own)).subjects, [
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice@example.com' },
+    ]);
+    assert.equal(await env.admin.find(RB, name, web), undefined);
+  });
+
+  it('with the grant on record, a binding deleted by hand is written again', async (t) => {
+    const own = await env.namespace(t, 'rbac-recorded');
+    const plugin = new RbacPlugin();
+    const name = `shturval:${own}.alice.viewer`;
+    const c = ctx({
+      client: env.admin,
+      ownerNamespace: own,
+      owner: { kind: 'UserRole', name: 'alice' },
+      subject: ALICE,
+      level: 'cluster',
+    });
+    const first = await plugin.apply(c);
+    assert.equal(first.status, 'Applied');
+    await env.admin.delete(CRB, name);
+    assert.deepEqual(await plugin.apply({ ...c, previous: first }), first);
+    assert.ok(await env.admin.find(CRB, name), 'written again');
+    await plugin.delete(c);
   });
 
   it('a same-named binding someone else wrote is not overwritten, nor deleted, and the grant is Failed', async (t) => {

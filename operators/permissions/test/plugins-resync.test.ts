@@ -18,6 +18,7 @@ import {
   type WriteOptions,
 } from '@operators/kit';
 import type { Permission } from '../src/api/permission.ts';
+import type { PluginObject } from '../src/api/role-status.ts';
 import { allPlugins } from '../src/plugins/index.ts';
 import type { PluginContext } from '../src/plugins/plugin.ts';
 
@@ -126,13 +127,19 @@ describe('a resync makes zero writes (real apiserver)', () => {
       plugins.map((p) => p.name),
       ['rbac', 'tenant', 'argocd', 'kubeflow'],
     );
+    // What the role's status records after each pass, handed to the next one as the
+    // controller does (a resync always has the previous pass on record).
+    const recorded = new Map<string, PluginObject>();
     const applyAll = async () => {
       const statuses: string[] = [];
       for (const c of targets) {
         for (const p of plugins) {
           if (!p.applies(c)) continue;
-          const r = await p.apply(c);
-          statuses.push(`${c.target.cluster}/${p.name}=${r.status}${r.message ? `: ${r.message}` : ''}`);
+          const key = `${c.target.cluster}/${p.name}`;
+          const previous = recorded.get(key);
+          const r = await p.apply(previous ? { ...c, previous } : c);
+          recorded.set(key, r);
+          statuses.push(`${key}=${r.status}${r.message ? `: ${r.message}` : ''}`);
         }
       }
       return statuses;

@@ -198,6 +198,7 @@ export {
   microTime,
 } from './objects/events.ts';
 export {
+  type AddFinalizerOptions,
   addFinalizer,
   type FinalizerOutcome,
   type FinalizerStep,

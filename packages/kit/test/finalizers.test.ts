@@ -97,6 +97,26 @@ describe('finalizers: guarded patches on a real apiserver', () => {
     assert.deepEqual(await finalizersOf(ns), [OURS]);
   });
 
+  it('further operations ride in the same patch as the finalizer: one write, and their failed test is a conflict', async (t) => {
+    const { ns, live } = await configMap(t);
+    const label = { op: 'add', path: '/metadata/labels', value: { claimed: 'yes' } } as const;
+    const added = await addFinalizer(env.admin, live, OURS, {
+      also: [{ op: 'test', path: '/metadata/labels', value: null }, label],
+    });
+    assert.equal(added.kind, 'patched');
+    const after = await env.admin.get(CM, 'cm', ns);
+    assert.deepEqual(after.metadata.finalizers, [OURS]);
+    assert.deepEqual(after.metadata.labels, { claimed: 'yes' });
+
+    const { ns: ns2, live: live2 } = await configMap(t);
+    await env.admin.patch(CM, 'cm', ns2, { type: 'merge', body: { metadata: { labels: { theirs: 'x' } } } });
+    const refused = await addFinalizer(env.admin, live2, OURS, {
+      also: [{ op: 'test', path: '/metadata/labels', value: null }, label],
+    });
+    assert.equal(refused.kind, 'conflict');
+    assert.deepEqual(await finalizersOf(ns2), [], 'neither the finalizer nor the label was written');
+  });
+
   it('a finalizer added by someone else between our read and our add is a conflict, not a lost entry', async (t) => {
     const { ns, live } = await configMap(t);
     await env.admin.patch(CM, 'cm', ns, { type: 'merge', body: { metadata: { finalizers: [THEIRS] } } });

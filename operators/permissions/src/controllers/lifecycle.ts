@@ -8,6 +8,7 @@
 import {
   addFinalizer,
   finalizerLifecycle,
+  type JsonPatchOp,
   type KubeClient,
   type KubeObject,
   type ReconcileResult,
@@ -24,6 +25,12 @@ export interface LifecycleHandlers<T extends KubeObject> {
    * finalizer") instead of applying in the same pass.
    */
   readonly requeueAfterAdd?: boolean;
+  /**
+   * Metadata the first reconcile would write right after the finalizer (a role's owner
+   * reference), as guarded JSON-patch operations sent in the finalizer's own patch: one
+   * write per new object instead of two.
+   */
+  readonly alsoOnAdd?: (obj: T) => readonly JsonPatchOp[];
 }
 
 export async function reconcileLifecycle<T extends KubeObject>(
@@ -37,7 +44,7 @@ export async function reconcileLifecycle<T extends KubeObject>(
       // Deleting and not ours any more: nothing left to undo.
       return {};
     case 'add': {
-      const added = await addFinalizer(client, obj, FINALIZER);
+      const added = await addFinalizer(client, obj, FINALIZER, { also: handlers.alsoOnAdd?.(obj) ?? [] });
       // Someone changed it since our read: decide again on a fresh read.
       if (added.kind === 'conflict') return { requeue: true };
       if (added.kind === 'gone') return {};

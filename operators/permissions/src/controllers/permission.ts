@@ -24,7 +24,7 @@ import { Reason } from '../domain/reasons.ts';
 import { type Deps, FIELD_MANAGER, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER, CLUSTER_ROLE } from './gvks.ts';
 import { reconcileLifecycle } from './lifecycle.ts';
-import { clusterSelectionChanged } from './predicates.ts';
+import { clusterSelectionChanged, specOrDeletionChanged } from './predicates.ts';
 import { applyStatus } from './status-writes.ts';
 import { applyIfDiffers, deleteIfOurs } from './writes.ts';
 
@@ -51,23 +51,26 @@ export function addPermissionController(manager: Manager, deps: Deps): Controlle
       .map(keyOf);
 
   // Clusters: not on the annotations our Scopes write on them, each would re-reconcile every Permission.
-  return manager
-    .controller('permission')
-    .for<Permission>(PERMISSION)
-    .watches(CAPI_CLUSTER, selecting, { predicates: [clusterSelectionChanged] })
-    .withConcurrency(2)
-    .resyncEvery(deps.intervals.resyncMs)
-    .reconcile(async (req, ctx) => {
-      await deps.model.whenReady();
-      const p = req.object as Permission | undefined;
-      if (!p) {
-        return {};
-      }
-      return reconcileLifecycle(ctx.client, p, {
-        apply: (o) => apply(deps, ctx.client, o),
-        cleanup: (o) => cleanup(deps, ctx.client, o),
-      });
-    });
+  return (
+    manager
+      .controller('permission')
+      // Spec changes, creations and deletions: our own status write must not bring it back.
+      .for<Permission>(PERMISSION, { predicates: [specOrDeletionChanged] })
+      .watches(CAPI_CLUSTER, selecting, { predicates: [clusterSelectionChanged] })
+      .withConcurrency(2)
+      .resyncEvery(deps.intervals.resyncMs)
+      .reconcile(async (req, ctx) => {
+        await deps.model.whenReady();
+        const p = req.object as Permission | undefined;
+        if (!p) {
+          return {};
+        }
+        return reconcileLifecycle(ctx.client, p, {
+          apply: (o) => apply(deps, ctx.client, o),
+          cleanup: (o) => cleanup(deps, ctx.client, o),
+        });
+      })
+  );
 }
 
 async function apply(deps: Deps, client: Deps['client'], p: Permission) {

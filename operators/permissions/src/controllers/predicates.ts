@@ -1,5 +1,6 @@
 /** Which changes deserve a reconcile, for this operator's watches. */
 import type { KubeObject, Predicate } from '@operators/kit';
+import type { ScopeStatus } from '../api/scope.ts';
 import { type CapiCluster, clusterPaused, clusterReady } from '../domain/cluster-selection.ts';
 import { SCOPE_ANNOTATION_PREFIX } from '../domain/scope-annotations.ts';
 
@@ -43,4 +44,21 @@ export const clusterPauseOrReadinessChanged: Predicate = (d) => {
   const a = d.old as KubeObject as CapiCluster;
   const b = d.object as KubeObject as CapiCluster;
   return clusterReady(a) !== clusterReady(b) || clusterPaused(a) !== clusterPaused(b);
+};
+
+/**
+ * For roles, a Scope's changes that move where grants land: its spec, its deletion, and
+ * its status's clusters and namespace rows (a namespace created in a client cluster lets
+ * the RoleBinding there be written). Not its `permissions` list, which every new role in
+ * it changes: 700 roles in one Scope would each wake the other 699.
+ */
+export const scopeTargetsChanged: Predicate = (d) => {
+  if (specOrDeletionChanged(d)) return true;
+  if (d.type !== 'updated') return true;
+  const a = (d.old as KubeObject & { status?: ScopeStatus }).status;
+  const b = (d.object as KubeObject & { status?: ScopeStatus }).status;
+  return (
+    JSON.stringify(a?.clusters ?? []) !== JSON.stringify(b?.clusters ?? []) ||
+    JSON.stringify(a?.objectsStatus ?? []) !== JSON.stringify(b?.objectsStatus ?? [])
+  );
 };

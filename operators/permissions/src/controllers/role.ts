@@ -13,11 +13,13 @@ import {
   claimController,
   EventType,
   type GroupVersionKind,
+  type JsonPatchOp,
   type JsonValue,
   jsonEqual,
   type KubeClient,
   type KubeObject,
   type Manager,
+  type OwnerReference,
   removeFinalizer,
 } from '@operators/kit';
 import { FINALIZER, type Level } from '../api/common.ts';
@@ -33,7 +35,7 @@ import type { Plugin, PluginContext, Subject } from '../plugins/plugin.ts';
 import { type Deps, FIELD_MANAGER, getOf, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER } from './gvks.ts';
 import { reconcileLifecycle } from './lifecycle.ts';
-import { clusterPauseOrReadinessChanged, specOrDeletionChanged } from './predicates.ts';
+import { clusterPauseOrReadinessChanged, scopeTargetsChanged, specOrDeletionChanged } from './predicates.ts';
 import { applyStatus } from './status-writes.ts';
 
 export type RoleKind = 'UserRole' | 'GroupRole';
@@ -55,32 +57,69 @@ export function addRoleController(manager: Manager, deps: Deps, kind: RoleKind):
   const cache = kind === 'UserRole' ? deps.caches.userRoles : deps.caches.groupRoles;
   const roles = (): readonly AnyRole[] => listOf(cache as typeof deps.caches.userRoles) as readonly AnyRole[];
   const naming = (pred: (r: AnyRole) => boolean) => roles().filter(pred).map(keyOf);
-  return manager
-    .controller(kind.toLowerCase())
-    .for<AnyRole>(GVK[kind], { predicates: [specOrDeletionChanged] })
-    .watches(SCOPE, (s: KubeObject) =>
-      naming((r) => r.metadata.namespace === s.metadata.namespace && r.spec.scope === s.metadata.name),
-    )
-    .watches(PERMISSION, (p: KubeObject) =>
-      naming(
-        (r) =>
-          r.metadata.namespace === p.metadata.namespace && r.spec.permissions.includes(p.metadata.name ?? ''),
-      ),
-    )
-    .watches(CAPI_CLUSTER, () => naming(() => true), { predicates: [clusterPauseOrReadinessChanged] })
-    .withConcurrency(4)
-    .resyncEvery(deps.intervals.resyncMs)
-    .reconcile(async (req, ctx) => {
-      await deps.model.whenReady();
-      const role = req.object as AnyRole | undefined;
-      if (!role) {
-        return {};
-      }
-      return reconcileLifecycle(ctx.client, role, {
-        apply: (o) => apply(deps, ctx.client, kind, o),
-        cleanup: (o) => cleanup(deps, ctx.client, kind, o),
-      });
-    });
+  return (
+    manager
+      .controller(kind.toLowerCase())
+      .for<AnyRole>(GVK[kind], { predicates: [specOrDeletionChanged] })
+      .watches(
+        SCOPE,
+        (s: KubeObject) =>
+          naming((r) => r.metadata.namespace === s.metadata.namespace && r.spec.scope === s.metadata.name),
+        { predicates: [scopeTargetsChanged] },
+      )
+      // A Permission's spec (its level, its plugins), creation and deletion matter to a role;
+      // its status does not, and 100 Permissions' status writes would re-reconcile every role.
+      .watches(
+        PERMISSION,
+        (p: KubeObject) =>
+          naming(
+            (r) =>
+              r.metadata.namespace === p.metadata.namespace &&
+              r.spec.permissions.includes(p.metadata.name ?? ''),
+          ),
+        { predicates: [specOrDeletionChanged] },
+      )
+      .watches(CAPI_CLUSTER, () => naming(() => true), { predicates: [clusterPauseOrReadinessChanged] })
+      .withConcurrency(4)
+      .resyncEvery(deps.intervals.resyncMs)
+      .reconcile(async (req, ctx) => {
+        await deps.model.whenReady();
+        const role = req.object as AnyRole | undefined;
+        if (!role) {
+          return {};
+        }
+        return reconcileLifecycle(ctx.client, role, {
+          apply: (o) => apply(deps, ctx.client, kind, o),
+          cleanup: (o) => cleanup(deps, ctx.client, kind, o),
+          alsoOnAdd: (o) => ownerReferenceOps(deps, o),
+        });
+      })
+  );
+}
+
+/**
+ * The Scope as controller owner, as guarded JSON-patch operations (none when it is
+ * already, or when the Scope is not known yet): sent with the finalizer, a new role
+ * costs one metadata write, not two.
+ */
+function ownerReferenceOps(deps: Deps, role: AnyRole): JsonPatchOp[] {
+  const scope = getOf(deps.caches.scopes, role.metadata.namespace ?? '', role.spec.scope);
+  if (!scope) return [];
+  const claim = claimController(role, scope);
+  const current = role.metadata.ownerReferences;
+  if (claim.kind !== 'claimed' || sameOwners(claim.ownerReferences, current)) return [];
+  return [
+    { op: 'test', path: '/metadata/ownerReferences', value: (current ?? null) as JsonValue },
+    { op: 'add', path: '/metadata/ownerReferences', value: claim.ownerReferences as unknown as JsonValue },
+  ];
+}
+
+/**
+ * Compared as JSON values: the apiserver stores a custom resource's metadata with sorted
+ * keys, so a string comparison would patch on every reconcile (and every resync).
+ */
+function sameOwners(a: readonly OwnerReference[], b: readonly OwnerReference[] | undefined): boolean {
+  return jsonEqual(a as unknown as JsonValue, (b ?? []) as unknown as JsonValue);
 }
 
 function subjectOf(kind: RoleKind, role: AnyRole): Subject {
@@ -132,6 +171,7 @@ function contextFor(
   scope: Scope,
   target: Target,
   client: KubeClient,
+  previous?: PluginObject,
 ): PluginContext {
   return {
     owner: {
@@ -147,6 +187,7 @@ function contextFor(
     ...(scope.spec.tenantRef ? { tenant: scope.spec.tenantRef.name } : {}),
     fieldManager: FIELD_MANAGER,
     argoCdNamespace: deps.argoCdNamespace,
+    ...(previous ? { previous } : {}),
   };
 }
 
@@ -203,16 +244,9 @@ async function apply(deps: Deps, client: KubeClient, kind: RoleKind, role: AnyRo
     return { requeue: true };
   }
   // The Scope as controller owner: a foreground delete of the Scope takes its roles first.
-  // Compared as JSON values: the apiserver stores a custom resource's metadata with sorted
-  // keys, so a string comparison would patch on every reconcile (and every resync).
+  // (Usually set already, with the finalizer; a Scope that appeared later is claimed here.)
   const claim = claimController(role, scope);
-  if (
-    claim.kind === 'claimed' &&
-    !jsonEqual(
-      claim.ownerReferences as unknown as JsonValue,
-      (role.metadata.ownerReferences ?? []) as unknown as JsonValue,
-    )
-  ) {
+  if (claim.kind === 'claimed' && !sameOwners(claim.ownerReferences, role.metadata.ownerReferences)) {
     await client.patch(GVK[kind], role.metadata.name ?? '', ns, {
       type: 'merge',
       body: {
@@ -265,8 +299,9 @@ async function apply(deps: Deps, client: KubeClient, kind: RoleKind, role: AnyRo
             });
             continue;
           }
+          const previous = role.status?.permissions?.[permName]?.[where.cluster]?.[plugin.name];
           const result = await withCluster(deps, client, where.cluster, (c) =>
-            plugin.apply(contextFor(deps, kind, role, permission, scope, where, c)),
+            plugin.apply(contextFor(deps, kind, role, permission, scope, where, c, previous)),
           );
           put(results, permName, where.cluster, plugin.name, result);
         }

@@ -39,6 +39,13 @@ export interface PluginContext {
   readonly tenant?: string;
   readonly fieldManager: string;
   readonly argoCdNamespace: string;
+  /**
+   * What the role's status recorded for this plugin, Permission and cluster before this
+   * pass; absent when the status says it was never granted there (a new role, a
+   * Permission just added to it, a cluster just selected): a plugin may then create
+   * without reading first, and must read and decide when a create finds the name taken.
+   */
+  readonly previous?: PluginObject;
 }
 
 export interface Plugin {

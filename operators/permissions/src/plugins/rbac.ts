@@ -1,8 +1,10 @@
 /**
  * The RBAC plugin: the (Cluster)RoleBindings that give a role's subject one Permission
  * in one target cluster (src/domain/plugins/rbac-bindings.ts says which). Objects we
- * wholly own: server-side applied, only when they differ; the bindings of the grant no
- * longer wanted (a namespace dropped from the Scope) are deleted in the same pass.
+ * wholly own: created outright the first time (the role's status recording no grant
+ * there), afterwards read and server-side applied only when they differ; the bindings of
+ * the grant no longer wanted (a namespace dropped from the Scope) are deleted in the
+ * same pass.
  *
  * A same-named binding someone else holds (another owner, or not ours at all) is never
  * overwritten: the grant is reported Failed, naming the holder. `delete` removes both
@@ -19,7 +21,7 @@ import {
   ROLE_BINDING,
 } from '../domain/plugins/rbac-bindings.ts';
 import { grantOf, type Plugin, type PluginContext } from './plugin.ts';
-import { outcome, removeSet, type SetResult, syncSet } from './writes.ts';
+import { createSet, outcome, removeSet, type SetResult, syncSet } from './writes.ts';
 
 export class RbacPlugin implements Plugin {
   readonly name = 'rbac' as const;
@@ -41,8 +43,12 @@ export class RbacPlugin implements Plugin {
     // role hangs off it, so bindings of the other kind can only be left by a role's delete,
     // which removes both. (Listing the other kind here cost a cluster-wide RoleBinding scan
     // per grant: the bench's largest single item.)
+    const desired = desiredBindings(grant, level, namespaces);
+    // Never granted here (the status says so): create, and read only if a name is taken.
+    const created =
+      ctx.previous === undefined ? await createSet(client, desired, ctx.fieldManager) : undefined;
     const results: SetResult[] = [
-      await syncSet(client, kind, grant, desiredBindings(grant, level, namespaces), ctx.fieldManager, byName),
+      created ?? (await syncSet(client, kind, grant, desired, ctx.fieldManager, byName)),
     ];
     return outcome(results, { foreignIsError: true });
   }

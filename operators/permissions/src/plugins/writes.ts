@@ -129,6 +129,32 @@ export async function syncSet(
   return result;
 }
 
+/**
+ * A grant's first write, for when the role's status says nothing was ever granted there:
+ * plain creates, no read before them (a create is what a bare loop would send, and an
+ * apiserver serves it for less than an apply or a list). `undefined` as soon as a name
+ * is taken: ours from a pass whose status was never recorded, or someone else's; the
+ * caller then falls back to {@link syncSet}, which reads, tells the two apart and
+ * decides. Never throws.
+ */
+export async function createSet(
+  client: KubeClient,
+  desired: readonly KubeObject[],
+  fieldManager: string,
+): Promise<SetResult | undefined> {
+  const result: SetResult = { objects: [], errors: [], foreign: [] };
+  for (const want of desired) {
+    try {
+      await client.create(want, { fieldManager });
+      result.objects.push(refOf(want));
+    } catch (err) {
+      if (isApiError(err, ApiErrorReason.AlreadyExists)) return undefined;
+      result.errors.push(`${describe(want)}: ${failureMessage(err)}`);
+    }
+  }
+  return result;
+}
+
 /** Deletes everything of kind `gvk` the grant holds (by label, in any namespace). Never throws. */
 export async function removeSet(
   client: KubeClient,

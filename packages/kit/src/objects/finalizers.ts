@@ -49,6 +49,16 @@ export type FinalizerPatchResult<T extends KubeObject> =
   /** The object no longer exists. */
   | { readonly kind: 'gone' };
 
+/** Options of {@link addFinalizer}. */
+export interface AddFinalizerOptions {
+  /**
+   * Further operations sent in the same guarded patch: a first reconcile that must also
+   * set an owner reference (say) makes one write instead of two, and a failed `test`
+   * among them is a `conflict` like any other. Only sent when the finalizer is missing.
+   */
+  readonly also?: readonly JsonPatchOp[];
+}
+
 /**
  * Adds `finalizerName` to `obj`, provided the object on the server is still the one
  * read: same UID, same finalizers, not being deleted. A concurrent writer that added
@@ -63,6 +73,7 @@ export async function addFinalizer<T extends KubeObject>(
   client: KubeClient,
   obj: T,
   finalizerName: string,
+  opts: AddFinalizerOptions = {},
 ): Promise<FinalizerPatchResult<T>> {
   validateFinalizerName(finalizerName);
   const uid = requireUid(obj);
@@ -87,6 +98,7 @@ export async function addFinalizer<T extends KubeObject>(
           { op: 'test', path: '/metadata/finalizers', value: current } as const,
           { op: 'add', path: '/metadata/finalizers/-', value: finalizerName } as const,
         ]),
+    ...(opts.also ?? []),
   ];
   return guardedPatch(client, obj, ops);
 }
