@@ -88,11 +88,21 @@ describe('writing to Git (real git, real apiserver)', () => {
     const { ns, cp } = await admitted(t, 'gr-replay');
     const repo = await h.bareRepo('replay');
     await h.mirrorConfigMaps(ns, { clusterProvider: cp, url: repo.url, window: '20s' });
+    // A change is "handed to the writer" once it is pending in its window, not before: a
+    // CommitRequest sooner finds nothing to push (NoWindowInGrace) and the branch is not there.
+    const reachedWriter = (file: string) =>
+      until(`${file} reached the writer`, async () => {
+        await h.operator.mirror.idle(`${ns}/mirror`);
+        const writer = h.operator.mirror.writers.all().find((w) => w.url === repo.url);
+        return writer?.unpushed().some((u) => u.paths.some((p) => p.endsWith(`/${file}`))) ? true : undefined;
+      });
     await h.admin.create({ ...CM, metadata: { name: 'first', namespace: ns } });
     await h.waitCondition(KINDS.gitTarget, ns, 'mirror', 'Ready', 'True');
+    await reachedWriter('first.yaml');
     // A window of 20 s: the operator's clone is behind once someone else pushes meanwhile.
     await h.create(KINDS.commitRequest, ns, 'seed', { targetRef: { name: 'mirror' } });
     await h.waitCondition(KINDS.commitRequest, ns, 'seed', 'Ready', 'True');
+    assert.ok(await tipOf(repo.path), 'the seed request pushed the branch');
     const scratch = await mkdtemp(join(tmpdir(), 'gr-other-'));
     const theirs = await pushAsSomeoneElse(
       scratch,
@@ -102,13 +112,7 @@ describe('writing to Git (real git, real apiserver)', () => {
     );
     await h.admin.create({ ...CM, metadata: { name: 'second', namespace: ns } });
     // The change handed to the writer (pending in its 20 s window) before the request.
-    await until('the change reached the writer', async () => {
-      await h.operator.mirror.idle(`${ns}/mirror`);
-      const writer = h.operator.mirror.writers.all().find((w) => w.url === repo.url);
-      return writer?.unpushed().some((u) => u.paths.some((p) => p.endsWith('/second.yaml')))
-        ? true
-        : undefined;
-    });
+    await reachedWriter('second.yaml');
     await h.create(KINDS.commitRequest, ns, 'now', {
       targetRef: { name: 'mirror' },
       message: 'release: second',
