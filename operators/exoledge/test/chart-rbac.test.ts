@@ -13,7 +13,6 @@
  * ServiceAccount: they pass while a replica leads, and fail once the Lease is released.
  */
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { resolveBinaries } from '@operators/controlplane';
 import { eventually, privateTestEnv, type TestEnv } from '@operators/controlplane/testing';
@@ -23,7 +22,7 @@ import { BLOCKLIST_SOURCE, type BlocklistSource } from '../src/api/blocklist-sou
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY, CONFIG_MAP } from '../src/api/cilium.ts';
 import { createOperator, LEASE_NAME } from '../src/operator.ts';
 import { type ListServer, startListServer } from '../src/sample/list-server.ts';
-import { applyAll, renderChart, run } from './chart-support.ts';
+import { applyAll, httpsGet, kubectlAs, renderChart } from './chart-support.ts';
 
 let env: TestEnv;
 let helm: string;
@@ -57,52 +56,15 @@ async function requestsAnswered(registry: Registry, code: string): Promise<numbe
   return (metric?.values ?? []).filter((v) => v.labels.code === code).reduce((sum, v) => sum + v.value, 0);
 }
 
-function httpsGet(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        rejectUnauthorized: false,
-        agent: false,
-        headers: { authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** The `kubectl` arguments of each container of the helm test pod, init containers first. */
 function helmTestCommands(pod: KubeObject): string[][] {
   const spec = pod.spec as { initContainers?: { args: string[] }[]; containers: { args: string[] }[] };
   return [...(spec.initContainers ?? []), ...spec.containers].map((c) => c.args);
 }
 
-/** Runs kubectl as the helm test pod would, as its ServiceAccount; resolves its exit code. */
-async function kubectlAs(user: string, args: readonly string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await run(kubectl, [
-      '--kubeconfig',
-      env.kubeconfigPath,
-      `--as=${user}`,
-      ...args,
-    ]);
-    return { code: 0, output: stdout + stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+/** kubectl as `user` on the plane the chart is installed on. */
+const kubectlAsUser = (user: string, args: readonly string[]) =>
+  kubectlAs(kubectl, env.kubeconfigPath, user, args);
 
 describe("the chart's RBAC on a real apiserver", () => {
   it('is enough for every write the operator makes, run as the chart ServiceAccount with leader election: no request refused', async (t) => {
@@ -303,14 +265,14 @@ describe("the chart's RBAC on a real apiserver", () => {
     const commands = helmTestCommands(pod);
     assert.equal(commands.length, 2, 'the CRD served, then the Lease held');
     for (const args of commands) {
-      const { code, output } = await kubectlAs(helmTestUser, args);
+      const { code, output } = await kubectlAsUser(helmTestUser, args);
       assert.equal(code, 0, `kubectl ${args.join(' ')}: ${output}`);
     }
     // ...and fails once the Lease is released (checked once: --timeout=0s).
     await manager.stop();
     stopped = true;
     const leaseCheck = (commands[1] ?? []).map((a) => (a.startsWith('--timeout=') ? '--timeout=0s' : a));
-    const released = await kubectlAs(helmTestUser, leaseCheck);
+    const released = await kubectlAsUser(helmTestUser, leaseCheck);
     assert.notEqual(released.code, 0, `a released Lease fails the helm test: ${released.output}`);
     assert.doesNotMatch(released.output, /forbidden/i);
   });

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -150,4 +151,53 @@ export function recordRbacRefusals(client: KubeClient, refused: string[]): void 
       throw err;
     }
   };
+}
+
+/** GET `path` on a local TLS port with a bearer token (the operators' authenticated metrics); any certificate. */
+export function httpsGet(
+  port: number,
+  path: string,
+  token: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        rejectUnauthorized: false,
+        agent: false,
+        headers: { authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Runs `kubectl` against `kubeconfig` impersonating `user` (a helm test pod's
+ * ServiceAccount, say); resolves its exit code and output instead of throwing.
+ */
+export async function kubectlAs(
+  kubectl: string,
+  kubeconfig: string,
+  user: string,
+  args: readonly string[],
+): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await run(kubectl, ['--kubeconfig', kubeconfig, `--as=${user}`, ...args]);
+    return { code: 0, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
 }

@@ -18,7 +18,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -36,7 +35,15 @@ import { GIT_PROVIDER } from '../src/api/git-provider.ts';
 import { GIT_TARGET } from '../src/api/git-target.ts';
 import { WATCH_RULE } from '../src/api/watch-rule.ts';
 import { createOperator, LEASE_NAME, type Operator } from '../src/operator.ts';
-import { CHART_DIR, helmTestCommands, recordRbacRefusals, renderChart, run } from './chart-support.ts';
+import {
+  CHART_DIR,
+  helmTestCommands,
+  httpsGet,
+  kubectlAs,
+  recordRbacRefusals,
+  renderChart,
+  run,
+} from './chart-support.ts';
 import { initBare, treeOf } from './support/git-fixtures.ts';
 
 /** The release's name and the operator's ServiceAccount, as the chart names it. */
@@ -87,46 +94,9 @@ async function requestsAnswered(code: string): Promise<number> {
   return (metric?.values ?? []).filter((v) => v.labels.code === code).reduce((sum, v) => sum + v.value, 0);
 }
 
-function httpsGet(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        rejectUnauthorized: false,
-        agent: false,
-        headers: { authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Runs kubectl as the helm test pod would, as its ServiceAccount; resolves its exit code. */
-async function kubectlAs(user: string, args: readonly string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await run(kubectl, [
-      '--kubeconfig',
-      env.kubeconfigPath,
-      `--as=${user}`,
-      ...args,
-    ]);
-    return { code: 0, output: stdout + stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+/** kubectl as `user` on the plane the chart is installed on. */
+const kubectlAsUser = (user: string, args: readonly string[]) =>
+  kubectlAs(kubectl, env.kubeconfigPath, user, args);
 
 /** The symptom, if the operator misbehaves: the object as it stands and the log's warnings. */
 async function symptom(gvk: GroupVersionKind, ns: string | undefined, name: string): Promise<string> {
@@ -359,7 +329,7 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
     const commands = helmTestCommands(pod);
     assert.equal(commands.length, 3, 'the CRDs served, the Lease held, the ClusterProvider default Ready');
     for (const args of commands) {
-      const { code, output } = await kubectlAs(helmTestUser, args);
+      const { code, output } = await kubectlAsUser(helmTestUser, args);
       assert.equal(code, 0, `kubectl ${args.join(' ')}: ${output}`);
     }
 
@@ -463,7 +433,7 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
     assert.ok(leaseCheck.includes(`leases.coordination.k8s.io/${LEASE_NAME}`));
     await operator.manager.stop();
     stopped = true;
-    const released = await kubectlAs(
+    const released = await kubectlAsUser(
       `system:serviceaccount:${release}:gitops-reverser-helm-test`,
       leaseCheck,
     );

@@ -10,6 +10,8 @@ import { type RenderedChart, renderChart as renderAnyChart } from '../../exoledg
 export {
   bindingRows,
   byKind,
+  httpsGet,
+  kubectlAs,
   names,
   type RenderedChart,
   recordRbacRefusals,

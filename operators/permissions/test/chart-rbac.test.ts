@@ -21,7 +21,6 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -38,7 +37,13 @@ import {
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { parse } from 'yaml';
-import { recordRbacRefusals, renderChart as renderAnyChart, run } from '../../exoledge/test/chart-support.ts';
+import {
+  httpsGet,
+  kubectlAs,
+  recordRbacRefusals,
+  renderChart as renderAnyChart,
+  run,
+} from '../../exoledge/test/chart-support.ts';
 import { createOperator, LEASE_NAME, type Operator } from '../src/operator.ts';
 import {
   type ClientPlane,
@@ -115,46 +120,9 @@ async function requestsAnswered(code: string): Promise<number> {
   return (metric?.values ?? []).filter((v) => v.labels.code === code).reduce((sum, v) => sum + v.value, 0);
 }
 
-function httpsGet(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        rejectUnauthorized: false,
-        agent: false,
-        headers: { authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Runs kubectl as `user` (the helm test pod's identity); resolves its exit code and output. */
-async function kubectlAs(user: string, args: readonly string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await run(kubectl, [
-      '--kubeconfig',
-      mgmt.kubeconfigPath,
-      `--as=${user}`,
-      ...args,
-    ]);
-    return { code: 0, output: stdout + stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+/** kubectl as `user` on the plane the chart is installed on. */
+const kubectlAsUser = (user: string, args: readonly string[]) =>
+  kubectlAs(kubectl, mgmt.kubeconfigPath, user, args);
 
 /** The symptom, if the operator misbehaves: the object's status, the log's warnings, the refusals. */
 async function symptom(gvk: GroupVersionKind, ns: string | undefined, name: string): Promise<string> {
@@ -873,13 +841,13 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
     const helmTestUser = serviceAccountUser(HELM_TEST_SERVICE_ACCOUNT);
     const [crdsServed = [], leaseHeld = [], available = []] = commands;
     for (const args of [crdsServed, leaseHeld]) {
-      const { code, output } = await kubectlAs(helmTestUser, args);
+      const { code, output } = await kubectlAsUser(helmTestUser, args);
       assert.equal(code, 0, `kubectl ${args.join(' ')}: ${output}`);
     }
     // No kubelet runs here: the Deployment has no ready replica, and the check waits (and is
     // not forbidden).
     const quick = available.map((a) => (a.startsWith('--timeout=') ? '--timeout=1s' : a));
-    const waiting = await kubectlAs(helmTestUser, quick);
+    const waiting = await kubectlAsUser(helmTestUser, quick);
     assert.notEqual(waiting.code, 0, `no replica ready: ${waiting.output}`);
     assert.doesNotMatch(waiting.output, /forbidden/i);
     // What the deployment controller writes once the replicas pass /readyz.
@@ -902,7 +870,7 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
       } as KubeObject,
       { fieldManager: 'deployment-controller', force: true },
     );
-    const { code, output } = await kubectlAs(helmTestUser, available);
+    const { code, output } = await kubectlAsUser(helmTestUser, available);
     assert.equal(code, 0, `kubectl ${available.join(' ')}: ${output}`);
   });
 
@@ -916,7 +884,7 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
     ];
     await operator.manager.stop();
     stopped = true;
-    const released = await kubectlAs(serviceAccountUser(HELM_TEST_SERVICE_ACCOUNT), leaseCheck);
+    const released = await kubectlAsUser(serviceAccountUser(HELM_TEST_SERVICE_ACCOUNT), leaseCheck);
     assert.notEqual(released.code, 0, `a released Lease fails the helm test: ${released.output}`);
     assert.doesNotMatch(released.output, /forbidden/i);
   });

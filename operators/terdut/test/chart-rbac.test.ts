@@ -18,7 +18,6 @@
  * replica leads and the server is Ready, and the Lease check fails once it is released.
  */
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { resolveBinaries } from '@operators/controlplane';
@@ -33,7 +32,14 @@ import { TERDUT_SERVER } from '../src/api/terdut-server.ts';
 import { TERDUT_TEAM } from '../src/api/terdut-team.ts';
 import { createOperator, LEASE_NAME } from '../src/operator.ts';
 import { type StandIn, startStandIn } from '../src/server/stand-in.ts';
-import { applyAll, helmTestCommands, recordRbacRefusals, renderChart, run } from './chart-support.ts';
+import {
+  applyAll,
+  helmTestCommands,
+  httpsGet,
+  kubectlAs,
+  recordRbacRefusals,
+  renderChart,
+} from './chart-support.ts';
 
 let env: TestEnv;
 let helm: string;
@@ -77,46 +83,9 @@ async function requestsAnswered(registry: Registry, code: string): Promise<numbe
   return (metric?.values ?? []).filter((v) => v.labels.code === code).reduce((sum, v) => sum + v.value, 0);
 }
 
-function httpsGet(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        rejectUnauthorized: false,
-        agent: false,
-        headers: { authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Runs kubectl as the helm test pod would, as its ServiceAccount; resolves its exit code. */
-async function kubectlAs(user: string, args: readonly string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await run(kubectl, [
-      '--kubeconfig',
-      env.kubeconfigPath,
-      `--as=${user}`,
-      ...args,
-    ]);
-    return { code: 0, output: stdout + stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
+/** kubectl as `user` on the plane the chart is installed on. */
+const kubectlAsUser = (user: string, args: readonly string[]) =>
+  kubectlAs(kubectl, env.kubeconfigPath, user, args);
 
 describe("the chart's RBAC on a real apiserver", () => {
   it('is enough for every write terdut-operator makes, run as the chart ServiceAccount with leader election, against the terdut-server stand-in (contract-faithful, not the real server): no request refused', async (t) => {
@@ -314,7 +283,7 @@ describe("the chart's RBAC on a real apiserver", () => {
     const commands = helmTestCommands(pod);
     assert.equal(commands.length, 3, 'the CRDs served, the Lease held, the server Ready');
     for (const args of commands) {
-      const { code, output } = await kubectlAs(helmTestUser, args);
+      const { code, output } = await kubectlAsUser(helmTestUser, args);
       assert.equal(code, 0, `kubectl ${args.join(' ')}: ${output}`);
     }
 
@@ -403,7 +372,7 @@ describe("the chart's RBAC on a real apiserver", () => {
     await manager.stop();
     stopped = true;
     const leaseCheck = (commands[1] ?? []).map((a) => (a.startsWith('--timeout=') ? '--timeout=0s' : a));
-    const released = await kubectlAs(helmTestUser, leaseCheck);
+    const released = await kubectlAsUser(helmTestUser, leaseCheck);
     assert.notEqual(released.code, 0, `a released Lease fails the helm test: ${released.output}`);
     assert.doesNotMatch(released.output, /forbidden/i);
     const repeated = (await env.admin.listAll<EventObj>(EVENT, { namespace: release })).items.find(

@@ -11,6 +11,8 @@ export {
   applyAll,
   bindingRows,
   byKind,
+  httpsGet,
+  kubectlAs,
   names,
   RBAC_KINDS,
   type RenderedChart,
