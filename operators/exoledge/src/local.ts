@@ -9,6 +9,10 @@ import { thirdPartyCrds } from '@operators/controlplane';
 import { installCrds } from '@operators/controlplane/testing';
 import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
 import { BLOCKLIST_SOURCE, type BlocklistSource } from './api/blocklist-source.ts';
+import { EDGE_SITE, type EdgeSite } from './api/edge-site.ts';
+import { discoverEdgeKinds } from './controllers/edge-site.ts';
+import { DEFAULT_DECIDER_PORT } from './domain/edge-site/index.ts';
+import { DEFAULT_IMAGES } from './images.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
 import { startListServer } from './sample/list-server.ts';
 import { sampleList } from './sample/sample-list.ts';
@@ -44,10 +48,27 @@ async function readyMessage(client: KubeClient, name: string): Promise<string> {
   }
 }
 
+/** Where the sample EdgeSite lives. */
+const SITE_NAMESPACE = 'shop';
+
+/** The sample site once Ready has a reason for its generation (or after 30 s, as it is). */
+async function siteReady(client: KubeClient): Promise<EdgeSite | undefined> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const s = await client.find<EdgeSite>(EDGE_SITE, 'shop', SITE_NAMESPACE);
+    if ((s && s.status?.observedGeneration === s.metadata.generation) || Date.now() > deadline) return s;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<void> }> {
   const { client, log } = ctx;
   await installCrds(client, (await thirdPartyCrds('cilium')) as unknown as KubeObject[]);
   log('installed Cilium CRDs (ciliumcidrgroups, ciliumclusterwidenetworkpolicies)');
+  for (const p of ['certManager', 'gatewayApi', 'istio'] as const) {
+    await installCrds(client, (await thirdPartyCrds(p)) as unknown as KubeObject[]);
+  }
+  log("installed cert-manager's, Gateway API's and Istio's CRDs (none of their controllers runs here)");
   const deciderNamespace = DEFAULT_DECIDER_NAMESPACE;
   await ensureNamespace(client, deciderNamespace);
 
@@ -59,6 +80,17 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   const { manager } = createOperator({
     client,
     deciderNamespace,
+    edgeSites: {
+      notServed: await discoverEdgeKinds(client),
+      edge: {
+        deciderImage: DEFAULT_IMAGES.decider,
+        challengeFilterImage: DEFAULT_IMAGES.challengeFilter,
+        wafFilterImage: DEFAULT_IMAGES.wafFilter,
+        shardNamespace: deciderNamespace,
+        gatewayClassName: 'istio',
+        deciderPort: DEFAULT_DECIDER_PORT,
+      },
+    },
     healthPort: 0,
     metrics: { port: 0 },
     onReconciled: (r) => {
@@ -104,6 +136,31 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   log(
     'look: kubectl get blocklistsources; kubectl get ciliumcidrgroups,ciliumclusterwidenetworkpolicies; ' +
       `kubectl -n ${deciderNamespace} get configmaps -l edge.exoledge.io/source`,
+  );
+
+  // One EdgeSite, in its own namespace: every owned object appears (nothing runs them here).
+  await ensureNamespace(client, SITE_NAMESPACE);
+  await client.apply(
+    {
+      ...EDGE_SITE,
+      metadata: { name: 'shop', namespace: SITE_NAMESPACE },
+      spec: {
+        domains: ['shop.example.com'],
+        upstream: { name: 'web', port: 80 },
+        tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },
+      },
+    },
+    { fieldManager: 'exoledge-sample', force: true },
+  );
+  const site = await siteReady(client);
+  const ready = site?.status?.conditions?.find((c) => c.type === 'Ready');
+  log(`EdgeSite ${SITE_NAMESPACE}/shop: ${ready?.reason ?? 'not reconciled yet'}: ${ready?.message ?? ''}`);
+  log(
+    `  features: ${(site?.status?.features ?? []).map((f) => `${f.name}=${f.applied ? 'on' : (f.reason ?? 'off')}`).join(', ')}`,
+  );
+  log(
+    `look: kubectl -n ${SITE_NAMESPACE} get edgesites; kubectl -n ${SITE_NAMESPACE} get ` +
+      'deploy,svc,cm,certificates,gateways,httproutes,envoyfilters,wasmplugins,authorizationpolicies -l edge.exoledge.io/site=shop',
   );
   const metrics = manager.metricsEndpoint;
   if (metrics) log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);

@@ -10,10 +10,14 @@ import { ApiErrorReason, DEFAULT_CLIENT_RATE_LIMIT, isApiError, KubeClient } fro
 import { Registry } from 'prom-client';
 import { BLOCKLIST_SOURCE } from './api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY } from './api/cilium.ts';
+import { EDGE_SITE } from './api/edge-site.ts';
 import { packageVersion } from './cli.ts';
 import { DEFAULT_FETCH_LIMITS } from './controllers/blocklist-source.ts';
+import { discoverEdgeKinds } from './controllers/edge-site.ts';
 import { DEFAULT_SHORTEST_PREFIX } from './domain/blocklist/index.ts';
 import { parseDuration } from './domain/blocklist-source/index.ts';
+import { DEFAULT_DECIDER_PORT } from './domain/edge-site/index.ts';
+import { DEFAULT_IMAGES } from './images.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
 
 export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
@@ -33,6 +37,15 @@ export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
   --shortest-prefix-ipv4 N          (EXOLEDGE_SHORTEST_PREFIX_IPV4) IPv4 prefixes shorter than /N in a list
                                     are refused, never published; 0 to 32, default ${DEFAULT_SHORTEST_PREFIX.ipv4}
   --shortest-prefix-ipv6 N          (EXOLEDGE_SHORTEST_PREFIX_IPV6) the same for IPv6; 0 to 128, default ${DEFAULT_SHORTEST_PREFIX.ipv6}
+  --decider-image REF               (EXOLEDGE_DECIDER_IMAGE) the image of each EdgeSite's decider; default
+                                    ${DEFAULT_IMAGES.decider}
+  --challenge-filter-image REF      (EXOLEDGE_CHALLENGE_FILTER_IMAGE) the proof-of-work Wasm module (oci://, https://)
+                                    of the challenge WasmPlugin; default ${DEFAULT_IMAGES.challengeFilter}
+  --waf-filter-image REF            (EXOLEDGE_WAF_FILTER_IMAGE) Coraza + OWASP CRS as a Wasm module; default
+                                    ${DEFAULT_IMAGES.wafFilter}
+  --gateway-class NAME              (EXOLEDGE_GATEWAY_CLASS) the GatewayClass of a site's own Gateway; default istio
+  --watch-namespaces NS,NS          (EXOLEDGE_WATCH_NAMESPACES) EdgeSites, Services and EndpointSlices in these
+                                    namespaces only; every namespace when empty (the default)
   -h, --help                        print this help
   --version                         print exoledge's version
 
@@ -82,6 +95,11 @@ function parseFlagsStrictly() {
       'extra-ca': { type: 'string' },
       'shortest-prefix-ipv4': { type: 'string' },
       'shortest-prefix-ipv6': { type: 'string' },
+      'decider-image': { type: 'string' },
+      'challenge-filter-image': { type: 'string' },
+      'waf-filter-image': { type: 'string' },
+      'gateway-class': { type: 'string' },
+      'watch-namespaces': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -140,22 +158,46 @@ async function main(): Promise<void> {
     rateLimit: DEFAULT_CLIENT_RATE_LIMIT,
     registry,
   });
-  for (const gvk of [BLOCKLIST_SOURCE, CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY]) {
+  for (const gvk of [BLOCKLIST_SOURCE, EDGE_SITE, CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY]) {
     try {
       await client.resolve(gvk);
     } catch (err) {
       if (!isApiError(err, ApiErrorReason.NotFound)) throw err;
       fail(
         `the cluster does not serve ${gvk.kind} (${gvk.apiVersion}): install ` +
-          (gvk === BLOCKLIST_SOURCE ? 'operators/exoledge/crds/*.yaml' : "Cilium's CRDs") +
+          (gvk === BLOCKLIST_SOURCE || gvk === EDGE_SITE
+            ? 'operators/exoledge/crds/*.yaml'
+            : "Cilium's CRDs") +
           ' first',
         3,
       );
     }
   }
+  const watchNamespaces = (values['watch-namespaces'] ?? env.EXOLEDGE_WATCH_NAMESPACES ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  // cert-manager, Gateway API and Istio are optional: what a cluster lacks, sites report.
+  const notServed = await discoverEdgeKinds(client);
   const { manager } = createOperator({
     client,
     deciderNamespace,
+    watchNamespaces,
+    edgeSites: {
+      notServed,
+      edge: {
+        deciderImage: values['decider-image'] ?? env.EXOLEDGE_DECIDER_IMAGE ?? DEFAULT_IMAGES.decider,
+        challengeFilterImage:
+          values['challenge-filter-image'] ??
+          env.EXOLEDGE_CHALLENGE_FILTER_IMAGE ??
+          DEFAULT_IMAGES.challengeFilter,
+        wafFilterImage:
+          values['waf-filter-image'] ?? env.EXOLEDGE_WAF_FILTER_IMAGE ?? DEFAULT_IMAGES.wafFilter,
+        shardNamespace: deciderNamespace,
+        gatewayClassName: values['gateway-class'] ?? env.EXOLEDGE_GATEWAY_CLASS ?? 'istio',
+        deciderPort: DEFAULT_DECIDER_PORT,
+      },
+    },
     ...(leaderElectionNamespace ? { leaderElectionNamespace } : {}),
     healthPort,
     metrics: secureMetrics
@@ -168,7 +210,16 @@ async function main(): Promise<void> {
   manager.installSignalHandlers();
   await manager.start();
   manager.log.info(
-    { deciderNamespace, leaderElectionNamespace, healthPort, metricsPort, secureMetrics, shortestPrefix },
+    {
+      deciderNamespace,
+      leaderElectionNamespace,
+      healthPort,
+      metricsPort,
+      secureMetrics,
+      shortestPrefix,
+      watchNamespaces,
+      notServed: Object.fromEntries(notServed),
+    },
     'exoledge operator started',
   );
 }

@@ -1,12 +1,14 @@
 /**
  * The exoledge operator as one object: a manager with the BlocklistSource controller on
- * it. `main.ts` (the process in a cluster) and `local.ts` (`npm run up`) both build it here.
+ * it, and the EdgeSite controller when `edgeSites` is given. `main.ts` (the process in a cluster) and `local.ts` (`npm run up`) both build it here.
  */
 import { type Controller, type KubeClient, Manager, type ManagerOptions } from '@operators/kit';
+import type { EdgeSite } from './api/edge-site.ts';
 import {
   addBlocklistSourceController,
   type BlocklistSourceControllerOptions,
 } from './controllers/blocklist-source.ts';
+import { addEdgeSiteController, type EdgeSiteControllerOptions } from './controllers/edge-site.ts';
 
 /** The lease that elects one leader among replicas, as the seed names it. */
 export const LEASE_NAME = 'exoledge-operator.edge.exoledge.io';
@@ -24,11 +26,24 @@ export interface OperatorOptions extends BlocklistSourceControllerOptions {
   /** The registry the client counts its requests on too; the manager makes one when absent. */
   readonly registry?: ManagerOptions['registry'];
   readonly logger?: ManagerOptions['logger'];
+  /**
+   * The EdgeSite controller's settings; no EdgeSite controller when absent. Its shard
+   * namespace must be `deciderNamespace`: the decider reads the shards where they are
+   * published.
+   */
+  readonly edgeSites?: EdgeSiteControllerOptions;
+  /**
+   * Watch namespaced kinds (EdgeSites and what they own, Services, EndpointSlices) in these
+   * namespaces only; every namespace when absent. The shard namespace is watched whatever
+   * this says.
+   */
+  readonly watchNamespaces?: readonly string[];
 }
 
 export interface Operator {
   readonly manager: Manager;
   readonly blocklistSources: Controller;
+  readonly edgeSites?: Controller<EdgeSite>;
 }
 
 export function createOperator(opts: OperatorOptions): Operator {
@@ -42,7 +57,15 @@ export function createOperator(opts: OperatorOptions): Operator {
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.registry ? { registry: opts.registry } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.watchNamespaces?.length ? { cache: { namespaces: opts.watchNamespaces } } : {}),
   });
   const blocklistSources = addBlocklistSourceController(manager, opts);
-  return { manager, blocklistSources };
+  if (!opts.edgeSites) return { manager, blocklistSources };
+  if (opts.edgeSites.edge.shardNamespace !== opts.deciderNamespace) {
+    throw new Error(
+      `the EdgeSite shard namespace (${opts.edgeSites.edge.shardNamespace}) must be the decider namespace ` +
+        `(${opts.deciderNamespace}): deciders read the shards where BlocklistSources publish them`,
+    );
+  }
+  return { manager, blocklistSources, edgeSites: addEdgeSiteController(manager, opts.edgeSites) };
 }

@@ -5,6 +5,7 @@
  * never from the operator's code. The harness (`support/e2e.ts`) says how time moves.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { eventually } from '@operators/controlplane/testing';
 import { BLOCKLIST_SOURCE } from '../src/api/blocklist-source.ts';
@@ -174,7 +175,14 @@ describe('a BlocklistSource on a real apiserver with Cilium CRDs', () => {
       maps.map((m) => [m.metadata.name, m.metadata.labels?.['edge.exoledge.io/kind']]),
       [[`blocklist-${name}-0`, 'Certain']],
     );
-    assert.deepEqual(maps[0]?.data?.['prefixes.txt'], `${expectedSet(list24(25)).prefixes.join('\n')}\n`);
+    const text = `${expectedSet(list24(25)).prefixes.join('\n')}\n`;
+    assert.deepEqual(maps[0]?.data?.['prefixes.txt'], text);
+    assert.equal(
+      maps[0]?.data?.fingerprint,
+      createHash('sha256').update(text).digest('hex'),
+      'the shard names its version, so the decider serves only complete ones',
+    );
+    assert.equal(maps[0]?.data?.total, '1');
     assert.deepEqual(await groupsOf(name), []);
     assert.deepEqual(await policiesOf(name), []);
 

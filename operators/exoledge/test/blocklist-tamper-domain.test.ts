@@ -225,14 +225,17 @@ describe('drift, judged against the fields exoledge owns', () => {
 
   it('sees a data key another manager added to a decider ConfigMap', () => {
     const dset = publishedSet(set.budget.kept, presumed);
-    const cm = deciderConfigMap(SOURCE, presumed, 'decider', 0, dset.shards[0] ?? '');
+    const cm = deciderConfigMap(SOURCE, presumed, 'decider', 0, dset.shards[0] ?? '', {
+      fingerprint: dset.fingerprint,
+      total: dset.shards.length,
+    });
     const tampered = live({ ...cm, data: { ...cm.data, 'extra.txt': '0.0.0.0/0\n' } }, [
       {
         manager: 'exoledge',
         operation: 'Apply',
         apiVersion: 'v1',
         fieldsType: 'FieldsV1',
-        fieldsV1: { 'f:data': { 'f:prefixes.txt': {} } },
+        fieldsV1: { 'f:data': { 'f:prefixes.txt': {}, 'f:fingerprint': {}, 'f:total': {} } },
       },
       byOther('kubectl-edit', { 'f:data': { 'f:extra.txt': {} } }),
     ]);

@@ -2,7 +2,8 @@
  * The chart's RBAC is enough: its objects, rendered by helm, applied to a real apiserver,
  * and the operator run in this process as the chart's ServiceAccount (impersonated) with
  * leader election on, through every path that writes: a source in each channel, a switch
- * of channel, two deletions (the cleanup's deletecollection), the Events, the Lease, a
+ * of channel, two deletions (the cleanup's deletecollection), an EdgeSite applied with
+ * every owned kind, a switch turned off and the site deleted, the Events, the Lease, a
  * secure scrape of /metrics (TokenReview, SubjectAccessReview). Not one request is
  * refused (the client's own request counter, by status code).
  *
@@ -20,9 +21,12 @@ import { type GroupVersionKind, KubeClient, type KubeObject } from '@operators/k
 import { Registry } from 'prom-client';
 import { BLOCKLIST_SOURCE, type BlocklistSource } from '../src/api/blocklist-source.ts';
 import { CILIUM_CIDR_GROUP, CILIUM_CLUSTERWIDE_NETWORK_POLICY, CONFIG_MAP } from '../src/api/cilium.ts';
+import { EDGE_SITE, type EdgeSite } from '../src/api/edge-site.ts';
+import { discoverEdgeKinds } from '../src/controllers/edge-site.ts';
 import { createOperator, LEASE_NAME } from '../src/operator.ts';
 import { type ListServer, startListServer } from '../src/sample/list-server.ts';
 import { applyAll, httpsGet, kubectlAs, renderChart } from './chart-support.ts';
+import { EDGE_OPTIONS } from './support/edge-site-options.ts';
 
 let env: TestEnv;
 let helm: string;
@@ -33,7 +37,7 @@ before(async () => {
   env = await privateTestEnv({
     apiserverFlags: ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'],
   });
-  await env.installThirdParty('cilium');
+  await env.installThirdParty('cilium', 'certManager', 'gatewayApi', 'istio');
   ({ helm, kubectl } = await resolveBinaries(() => {}));
   server = await startListServer();
 });
@@ -96,6 +100,10 @@ describe("the chart's RBAC on a real apiserver", () => {
     const { manager } = createOperator({
       client,
       deciderNamespace: decider,
+      edgeSites: {
+        edge: { ...EDGE_OPTIONS, shardNamespace: decider },
+        notServed: await discoverEdgeKinds(client),
+      },
       leaderElectionNamespace: release,
       healthPort: 0,
       metrics: { port: 0, host: '127.0.0.1', secure: {} },
@@ -219,6 +227,42 @@ describe("the chart's RBAC on a real apiserver", () => {
     await env.admin.delete(BLOCKLIST_SOURCE, deciding);
     assert.ok((await cleanedUp(deciding)).includes('deleted 1 published objects'));
     assert.deepEqual(await published(deciding), [0, 0, 0]);
+
+    // An EdgeSite through its life: every owned kind applied, its grant in the decider
+    // namespace, a switch turned off (a delete by name), and its deletion (the finalizer's
+    // lists and deletes), with Events in the site's namespace.
+    const siteNs = await env.namespace(t, 'exoledge-site');
+    await env.admin.create<EdgeSite>({
+      ...EDGE_SITE,
+      metadata: { name: 'shop', namespace: siteNs },
+      spec: {
+        domains: ['shop.example.com'],
+        upstream: { name: 'web', port: 80 },
+        tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },
+        grpc: true,
+      },
+    });
+    const siteReady = (what: string, pred: (s: EdgeSite) => boolean) =>
+      eventually(`shop ${what}`, async () => {
+        const s = await env.admin.get<EdgeSite>(EDGE_SITE, 'shop', siteNs);
+        const c = s.status?.conditions?.find((x) => x.type === 'Ready');
+        return c?.reason === 'Reconciled' && c.observedGeneration === s.metadata.generation && pred(s)
+          ? s
+          : undefined;
+      });
+    await siteReady('reconciled', (s) => (s.status?.features ?? []).every((f) => f.applied));
+    await env.admin.patch(EDGE_SITE, 'shop', siteNs, {
+      type: 'merge',
+      body: { spec: { security: { waf: false } } },
+    });
+    await siteReady(
+      'without its WAF',
+      (s) => s.status?.features?.find((f) => f.name === 'waf')?.applied === false,
+    );
+    await env.admin.delete(EDGE_SITE, 'shop', siteNs);
+    await eventually('shop deleted', async () =>
+      (await env.admin.find(EDGE_SITE, 'shop', siteNs)) ? undefined : true,
+    );
 
     // Secure metrics: a scraper bound to the chart's metrics-reader ClusterRole gets 200,
     // after the operator's TokenReview and SubjectAccessReview.

@@ -72,27 +72,32 @@ describe('the exoledge chart, rendered by helm', () => {
     ]);
   });
 
-  it('ships the CRD generated from the types, byte for byte (chart/crds/ is a copy of crds/)', async () => {
-    const generated = await readFile(join(CHART_DIR, '..', 'crds', 'blocklistsources.yaml'), 'utf8');
-    const shipped = await readFile(join(CHART_DIR, 'crds', 'blocklistsources.yaml'), 'utf8');
-    assert.ok(
-      shipped === generated,
-      'chart/crds/blocklistsources.yaml differs from crds/blocklistsources.yaml: ' +
-        'cp operators/exoledge/crds/blocklistsources.yaml operators/exoledge/chart/crds/',
-    );
+  it('ships the CRDs generated from the types, byte for byte (chart/crds/ is a copy of crds/)', async () => {
+    const files = ['blocklistsources.yaml', 'edgesites.yaml'];
+    const generated = await Promise.all(files.map((f) => readFile(join(CHART_DIR, '..', 'crds', f), 'utf8')));
+    for (const [i, f] of files.entries()) {
+      const shipped = await readFile(join(CHART_DIR, 'crds', f), 'utf8');
+      assert.ok(
+        shipped === generated[i],
+        `chart/crds/${f} differs from crds/${f}: cp operators/exoledge/crds/${f} operators/exoledge/chart/crds/`,
+      );
+    }
     const { crds } = await renderChart(helm, { namespace: 'ops' });
     assert.deepEqual(
       crds.map((c) => c.metadata.name),
-      ['blocklistsources.edge.exoledge.io'],
+      ['blocklistsources.edge.exoledge.io', 'edgesites.edge.exoledge.io'],
     );
-    assert.deepEqual(crds[0], parse(generated.replace(/^#.*\n---\n/, '')));
+    assert.deepEqual(
+      crds,
+      generated.map((g) => parse(g.replace(/^#.*\n---\n/, ''))),
+    );
   });
 
   it('grants exactly what the code calls, each grant where it is used', async () => {
     const { objects } = await renderChart(helm, { namespace: 'ops', values: { deciderNamespace: 'edge' } });
     assert.deepEqual(ruleRows(objects), [
       // The helm test (templates/tests/lease-held.yaml): `kubectl wait` on the CRD by name.
-      'ClusterRole /ops-exoledge-helm-test: apiextensions.k8s.io customresourcedefinitions[blocklistsources.edge.exoledge.io] get,list,watch',
+      'ClusterRole /ops-exoledge-helm-test: apiextensions.k8s.io customresourcedefinitions[blocklistsources.edge.exoledge.io,edgesites.edge.exoledge.io] get,list,watch',
       // The controller's informer on sources (kit cache: watch-list, or list then watch);
       // patch: the finalizer edge.exoledge.io/finalizer added and removed (kit finalizer(), a JSON patch).
       'ClusterRole /ops-exoledge: edge.exoledge.io blocklistsources list,watch,patch',
@@ -106,6 +111,28 @@ describe('the exoledge chart, rendered by helm', () => {
       // (server-side apply, create when new); delete: publish() plan.delete (shards beyond
       // the count, the other channel); deletecollection: cleanup() on a source's deletion.
       'ClusterRole /ops-exoledge: cilium.io ciliumcidrgroups,ciliumclusterwidenetworkpolicies list,watch,get,create,patch,delete,deletecollection',
+      // controllers/edge-site.ts: the primary informer (list,watch), client.find of the site
+      // at the start of each reconcile (get), the finalizer edge.exoledge.io/finalizer (patch).
+      'ClusterRole /ops-exoledge: edge.exoledge.io edgesites list,watch,get,patch',
+      // writeStatus(): client.applyStatus.
+      'ClusterRole /ops-exoledge: edge.exoledge.io edgesites/status patch',
+      // domain/edge-site/owner.ts controllerReference(): blockOwnerDeletion on owned objects.
+      'ClusterRole /ops-exoledge: edge.exoledge.io edgesites/finalizers update',
+      // addEdgeSiteController: owns() informers (list,watch), ensure() client.find of a name
+      // not in the cache (get), client.apply (create,patch), remove() of a stray or in
+      // cleanup() (delete, by name and uid); Services also for status.origins.
+      'ClusterRole /ops-exoledge: core serviceaccounts,configmaps,services list,watch,get,create,patch,delete',
+      'ClusterRole /ops-exoledge: apps deployments list,watch,get,create,patch,delete',
+      'ClusterRole /ops-exoledge: cert-manager.io certificates list,watch,get,create,patch,delete',
+      'ClusterRole /ops-exoledge: gateway.networking.k8s.io gateways,httproutes list,watch,get,create,patch,delete',
+      'ClusterRole /ops-exoledge: networking.istio.io envoyfilters,destinationrules list,watch,get,create,patch,delete',
+      'ClusterRole /ops-exoledge: extensions.istio.io wasmplugins list,watch,get,create,patch,delete',
+      'ClusterRole /ops-exoledge: security.istio.io authorizationpolicies list,watch,get,create,patch,delete',
+      // status.origins: the EndpointSlice informer.
+      'ClusterRole /ops-exoledge: discovery.k8s.io endpointslices list,watch',
+      // The kit's EventRecorder (manager.recorder): create, then patch a repeated Event's
+      // series; about a source in "default", about a site in its namespace.
+      'ClusterRole /ops-exoledge: events.k8s.io events create,patch',
       // main.ts secure metrics (kit RequestAuthorizer): who is scraping, may they GET /metrics.
       'ClusterRole /ops-exoledge-metrics-auth: authentication.k8s.io tokenreviews create',
       'ClusterRole /ops-exoledge-metrics-auth: authorization.k8s.io subjectaccessreviews create',
@@ -115,9 +142,9 @@ describe('the exoledge chart, rendered by helm', () => {
       'Role ops/exoledge-helm-test: coordination.k8s.io leases[exoledge-operator.edge.exoledge.io] get,list,watch',
       // The decider channel, as the Cilium objects above, in the decider namespace only.
       'Role edge/ops-exoledge-decider: core configmaps list,watch,get,create,patch,delete,deletecollection',
-      // The kit's EventRecorder (manager.recorder): create, then patch a repeated Event's
-      // series; about a cluster-scoped source, hence in "default".
-      'Role default/ops-exoledge-events: events.k8s.io events create,patch',
+      // Each site's grant to read the shards (domain/edge-site/shard-access.ts), as its
+      // owned objects are handled, in the shard namespace.
+      'Role edge/ops-exoledge-decider: rbac.authorization.k8s.io roles,rolebindings list,watch,get,create,patch,delete',
       // The kit's LeaderElector in the release namespace: create the Lease once, then
       // get (client.find) and update (client.replace) that one Lease.
       'Role ops/exoledge-leader-election: coordination.k8s.io leases create',
@@ -131,7 +158,6 @@ describe('the exoledge chart, rendered by helm', () => {
       `ClusterRoleBinding /ops-exoledge-metrics-auth -> ClusterRole ops-exoledge-metrics-auth: ${operator}`,
       `RoleBinding ops/exoledge-helm-test -> Role exoledge-helm-test: ${helmTest}`,
       `RoleBinding edge/ops-exoledge-decider -> Role ops-exoledge-decider: ${operator}`,
-      `RoleBinding default/ops-exoledge-events -> Role ops-exoledge-events: ${operator}`,
       `RoleBinding ops/exoledge-leader-election -> Role exoledge-leader-election: ${operator}`,
     ]);
 
@@ -189,6 +215,7 @@ describe('the exoledge chart, rendered by helm', () => {
         shortestPrefix: { ipv4: 16, ipv6: 48 },
         fetch: { timeout: '90s', maxListBytes: 1073741824 },
         metrics: { port: 9443 },
+        edgeSites: { deciderImage: 'registry.example/decider:1', watchNamespaces: ['shop', 'blog'] },
       },
     });
     const { container } = deployment(objects);
@@ -204,6 +231,9 @@ describe('the exoledge chart, rendered by helm', () => {
       EXOLEDGE_HEALTH_PORT: '8081',
       EXOLEDGE_METRICS_PORT: '9443',
       EXOLEDGE_METRICS_SECURE: 'true',
+      EXOLEDGE_DECIDER_IMAGE: 'registry.example/decider:1',
+      EXOLEDGE_GATEWAY_CLASS: 'istio',
+      EXOLEDGE_WATCH_NAMESPACES: 'shop,blog',
       TMPDIR: '/tmp',
     });
     const defaults = envOf(deployment((await renderChart(helm, { namespace: 'ops' })).objects).container);
@@ -250,7 +280,7 @@ describe('the exoledge chart on a real apiserver', () => {
       namespace: release,
       values: { deciderNamespace: decider },
     });
-    assert.ok(objects.length > 10 && crds.length === 1 && tests.length === 1);
+    assert.ok(objects.length > 10 && crds.length === 2 && tests.length === 1);
     // The dry-run goes through validation (schemas, RBAC's rules) and admission, then stops.
     await applyAll(env.admin, t, [...crds, ...objects, ...tests], { dryRun: true });
     assert.equal(

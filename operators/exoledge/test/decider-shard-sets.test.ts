@@ -17,8 +17,6 @@ import {
   type ListSelection,
   type ObservedConfigMap,
   type ServedVersion,
-  SHARD_FINGERPRINT_KEY,
-  SHARD_TOTAL_KEY,
   ShardProblemReason,
   type ShardSelection,
   selectShardSets,
@@ -31,6 +29,8 @@ import {
   LABEL_MANAGED_BY,
   LABEL_SHARD,
   LABEL_SOURCE,
+  SHARD_FINGERPRINT_KEY,
+  SHARD_TOTAL_KEY,
 } from '../src/domain/blocklist-source/publication.ts';
 import type { ResolvedSpec } from '../src/domain/blocklist-source/spec.ts';
 
@@ -286,7 +286,7 @@ describe('selectShardSets: named cases', () => {
     }
   });
 
-  it('what the operator publishes today (no fingerprint, no total) is reported and not served', () => {
+  it('what the operator publishes is served as one complete version; shards of an older operator (no fingerprint, no total) are reported and not served', () => {
     const spec = { kind: Kinds.Presumed } as ResolvedSpec;
     const source = {
       apiVersion: 'edge.exoledge.io/v1alpha1',
@@ -294,11 +294,22 @@ describe('selectShardSets: named cases', () => {
       name: 'proxies',
       uid: 'u',
     };
-    const today = v.texts.map((text, i) => {
-      const cm = deciderConfigMap(source, spec, 'exoledge-system', i, text);
+    // The fingerprint the publisher is told, computed here the simple way: the shards' texts in order.
+    const fingerprint = createHash('sha256').update(v.texts.join(''), 'latin1').digest('hex');
+    const published = v.texts.map((text, i) => {
+      const cm = deciderConfigMap(source, spec, 'exoledge-system', i, text, {
+        fingerprint,
+        total: v.texts.length,
+      });
       return { name: cm.metadata.name ?? '', labels: cm.metadata.labels, data: cm.data };
     });
-    const selection = selectShardSets(today);
+    assertServes(only(selectShardSets(published), 'proxies'), { ...v, fingerprint });
+
+    const older = published.map((cm) => ({
+      ...cm,
+      data: { [DECIDER_DATA_KEY]: cm.data?.[DECIDER_DATA_KEY] },
+    }));
+    const selection = selectShardSets(older);
     const list = only(selection, 'proxies');
     assert.deepEqual(list.state === 'incomplete' && list.versions, []);
     assert.deepEqual(

@@ -9,13 +9,12 @@
  * fingerprint. While no version of a list is complete, the caller keeps serving what it
  * served before, so the answer is always the old version or the new one, never a mix.
  *
- * What a shard must carry, beside what `deciderConfigMap` writes today (the labels
- * `edge.exoledge.io/source`, `edge.exoledge.io/shard` and `edge.exoledge.io/kind`, and
- * the prefixes under `prefixes.txt`): the fingerprint of its whole version and the number
- * of shards in it, under the data keys `SHARD_FINGERPRINT_KEY` and `SHARD_TOTAL_KEY`. Data
- * keys, not labels: a SHA-256 in hex is 64 characters, one more than a label value holds.
- * Without them a shard cannot say which version it belongs to, nor whether the version
- * has shards beyond the last one present, and it is reported, never served.
+ * What a shard carries (`deciderConfigMap`): the labels `edge.exoledge.io/source`,
+ * `edge.exoledge.io/shard` and `edge.exoledge.io/kind`, the prefixes under `prefixes.txt`,
+ * and the fingerprint of its whole version and the number of shards in it, under the data
+ * keys `SHARD_FINGERPRINT_KEY` and `SHARD_TOTAL_KEY`. A shard without them (one written by
+ * an older operator, or by hand) cannot say which version it belongs to, nor whether the
+ * version has shards beyond the last one present: it is reported, never served.
  *
  * Pure: ConfigMaps in, a selection out. The caller watches the ConfigMaps, calls this
  * on every change, and rebuilds its lookup only when `fingerprint` changes.
@@ -27,12 +26,9 @@ import {
   LABEL_KIND,
   LABEL_SHARD,
   LABEL_SOURCE,
+  SHARD_FINGERPRINT_KEY,
+  SHARD_TOTAL_KEY,
 } from '../domain/blocklist-source/publication.ts';
-
-/** The data key holding the fingerprint of the shard's version: `fingerprint.ts`'s SHA-256, in hex. */
-export const SHARD_FINGERPRINT_KEY = 'fingerprint';
-/** The data key holding how many shards the version has, in decimal. */
-export const SHARD_TOTAL_KEY = 'total';
 
 /** A ConfigMap as the decider sees it. Others than shards may be among them: they are skipped. */
 export interface ObservedConfigMap {

@@ -208,12 +208,28 @@ export function denyPolicy(source: SourceRef, podSelector: LabelSelector): Ciliu
   };
 }
 
+/**
+ * The data key holding the fingerprint of the version a decider shard belongs to (the
+ * SHA-256 of the whole list's canonical text, in hex). A data key, not a label: 64
+ * characters are one more than a label value holds.
+ */
+export const SHARD_FINGERPRINT_KEY = 'fingerprint';
+/** The data key holding how many shards that version has, in decimal. */
+export const SHARD_TOTAL_KEY = 'total';
+
+/** Which published version a shard is part of: what lets the decider serve only complete ones. */
+export interface ShardVersion {
+  readonly fingerprint: string;
+  readonly total: number;
+}
+
 export function deciderConfigMap(
   source: SourceRef,
   spec: ResolvedSpec,
   namespace: string,
   index: number,
   text: string,
+  version: ShardVersion,
 ): ConfigMap {
   return {
     ...CONFIG_MAP,
@@ -223,7 +239,11 @@ export function deciderConfigMap(
       labels: labels(source.name, { [LABEL_SHARD]: String(index), [LABEL_KIND]: spec.kind }),
       ownerReferences: [ownerOf(source)],
     },
-    data: { [DECIDER_DATA_KEY]: text },
+    data: {
+      [DECIDER_DATA_KEY]: text,
+      [SHARD_FINGERPRINT_KEY]: version.fingerprint,
+      [SHARD_TOTAL_KEY]: String(version.total),
+    },
   };
 }
 
@@ -287,7 +307,10 @@ export function planPublication(input: PublicationInput): PublicationPlan {
   const shardOf = (i: number, text: string): KubeObject =>
     spec.channel === Channel.CiliumPolicy
       ? cidrGroup(source, i, text)
-      : deciderConfigMap(source, spec, input.deciderNamespace, i, text);
+      : deciderConfigMap(source, spec, input.deciderNamespace, i, text, {
+          fingerprint: set.fingerprint,
+          total: set.shards.length,
+        });
 
   let policy: KubeObject | undefined;
   let liveShards: readonly KubeObject[];

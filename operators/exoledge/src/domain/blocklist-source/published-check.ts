@@ -90,7 +90,10 @@ export function publishedIntact(input: PublishedCheckInput): PublishedCheck {
     const desired =
       channel === Channel.CiliumPolicy
         ? cidrGroup(source, i, text)
-        : deciderConfigMap(source, input.spec, input.deciderNamespace, i, text);
+        : deciderConfigMap(source, input.spec, input.deciderNamespace, i, text, {
+            fingerprint: status.fingerprint,
+            total: status.shards,
+          });
     const t = tamper(desired, shard, FIELD_MANAGER);
     if (t.drifted) return { intact: false, why: `${name}: ${t.reason} at ${t.path}` };
     hash.update(text, 'latin1');

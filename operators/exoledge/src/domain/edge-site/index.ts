@@ -37,6 +37,7 @@ export { upstreamServices } from './grpc.ts';
 export {
   API_VERSION,
   APPLY_ORDER,
+  CRD_OF,
   DELETE_ORDER,
   GATEWAY_API_GROUP,
   OwnedKind,
@@ -65,6 +66,14 @@ export {
   wafPluginName,
 } from './names.ts';
 export { DEFAULT_DECIDER_PORT, type EdgeSiteOptions } from './options.ts';
+export { OriginReason } from './origin-reasons.ts';
+export {
+  type EndpointSlice,
+  endpointSliceSites,
+  originsOf,
+  type Service,
+  serviceSites,
+} from './origins.ts';
 export { FeatureReason } from './reasons.ts';
 export { type ResolvedRoute, ROOT_PREFIX, resolvedRoutes } from './route.ts';
 export {
@@ -91,3 +100,14 @@ export {
   siteConfig,
   siteConfigHash,
 } from './site-config.ts';
+export { SiteReason } from './site-reasons.ts';
+export {
+  featureOf,
+  featureStatuses,
+  nextStatus,
+  type ObjectOutcome,
+  outcomeKey,
+  type ReconcileVerdict,
+  readyCondition,
+  type StatusInput,
+} from './status.ts';

@@ -41,6 +41,20 @@ export const API_VERSION: Readonly<Record<OwnedKind | ShardKind, string>> = {
   RoleBinding: 'rbac.authorization.k8s.io/v1',
 };
 
+/**
+ * The CRD that serves each kind not built into Kubernetes: what the status names when the
+ * cluster does not serve it (cert-manager, Gateway API or Istio not installed).
+ */
+export const CRD_OF: Readonly<Partial<Record<OwnedKind | ShardKind, string>>> = {
+  Certificate: 'certificates.cert-manager.io',
+  Gateway: 'gateways.gateway.networking.k8s.io',
+  HTTPRoute: 'httproutes.gateway.networking.k8s.io',
+  EnvoyFilter: 'envoyfilters.networking.istio.io',
+  WasmPlugin: 'wasmplugins.extensions.istio.io',
+  AuthorizationPolicy: 'authorizationpolicies.security.istio.io',
+  DestinationRule: 'destinationrules.networking.istio.io',
+};
+
 /** Gateway API's group, in parentRefs and in Istio's targetRefs to a Gateway. */
 export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io';
 /** RBAC's group, in a RoleBinding's roleRef. */
