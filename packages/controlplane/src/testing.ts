@@ -21,6 +21,8 @@ import {
 import { ControlPlane, type ControlPlaneOptions, compactEtcd } from './controlplane.ts';
 import { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';
 
+export { aptCommand, ensureDebianPackages, isInstalled } from './debian-packages.ts';
+
 export const SHARED_KUBECONFIG_ENV = 'KUBE_OPERATORS_TEST_KUBECONFIG';
 export const SHARED_ETCD_ENV = 'KUBE_OPERATORS_TEST_ETCD';
 

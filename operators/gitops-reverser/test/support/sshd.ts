@@ -17,7 +17,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ensureDebianPackages } from './debian-packages.ts';
+import { ensureDebianPackages } from '@operators/controlplane/testing';
 
 const execFileP = promisify(execFile);
 

@@ -1,7 +1,7 @@
 /**
- * Debian packages a test needs from the system (an sshd to push to): installed on the fly
- * when running as root (CI, a dev container), otherwise a failure that names the exact
- * command to run. Test files run in parallel processes, so the install runs under a
+ * Debian packages a test needs from the system (an sshd to push to, a redis-server to keep
+ * state in): installed on the fly when running as root (CI, a dev container), otherwise a
+ * failure that names the exact command to run. Test files run in parallel processes, so the install runs under a
  * cross-process lock and re-checks after taking it: the second process finds the
  * packages installed by the first.
  */
@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 const execFileP = promisify(execFile);
 
 /** The lock folder: `mkdir` is atomic, and the holder's pid inside lets a dead holder's lock be taken over. */
-const LOCK_DIR = join(tmpdir(), 'gitops-reverser-apt.lock');
+const LOCK_DIR = join(tmpdir(), 'kube-operators-ts-apt.lock');
 
 /** How often a waiting process looks at the lock again. */
 const LOCK_POLL_MS = 500;

@@ -1,0 +1,312 @@
+/**
+ * The decider's engine: what it serves (blocklists from the shard feed, the site's
+ * configuration and allowlists from the mounted files, state in Valkey) and the three
+ * things it answers (a verdict, a nonce, a checked proof-of-work), with no HTTP in it:
+ * `http-api.ts` maps requests onto it, `main.ts` wires it to the cluster.
+ *
+ * Readiness: not ready until the shard feed has delivered its first complete view and
+ * the site's configuration has been read once; from then on ready for good. Everything
+ * that goes wrong later (a file or shard that does not read, a watch that went stale,
+ * Valkey gone) keeps the decider serving what it has and is reported as degraded, never
+ * as unready: an unready decider leaves the Service, and ext_authz then fails every
+ * request by `failurePolicy`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { ListKind } from '../api/blocklist-source.ts';
+import type { IpAddress } from '../domain/decider/client-address.ts';
+import { clientKey } from '../domain/decider/client-key.ts';
+import type { DeciderSettings } from '../domain/decider/env.ts';
+import {
+  ChallengeRejection,
+  checkSolution,
+  mintNonce,
+  NONCE_RANDOM_BYTES,
+} from '../domain/decider/proof-of-work.ts';
+import type { DeciderSiteConfig } from '../domain/decider/site-config-reader.ts';
+import {
+  challengeFor,
+  type Decision,
+  decide,
+  stateWanted,
+  type VerdictPolicy,
+  VerdictReason,
+} from '../domain/decider/verdict.ts';
+import type { DeciderMetrics } from './metrics.ts';
+import { ServedLists } from './served-lists.ts';
+import type { ShardFeed } from './shard-feed.ts';
+import type { ObservedConfigMap } from './shard-sets.ts';
+import { POLL_INTERVAL_MS, SiteFiles } from './site-files.ts';
+import type { StateStore } from './state-store.ts';
+
+export interface DeciderOptions {
+  readonly settings: Pick<DeciderSettings, 'siteConfigPath' | 'allowlistsDir'>;
+  readonly feed: ShardFeed;
+  readonly state: StateStore;
+  readonly metrics: DeciderMetrics;
+  readonly registry: Registry;
+  readonly log: Logger;
+  /** Default `POLL_INTERVAL_MS`. */
+  readonly pollIntervalMs?: number;
+}
+
+/** What a challenge request gets. */
+export type NonceAnswer =
+  | { readonly ok: true; readonly nonce: string; readonly difficulty: number }
+  | { readonly ok: false; readonly status: 503; readonly error: string };
+
+/** What an answer to a challenge gets. */
+export type SolutionAnswer =
+  | { readonly ok: true; readonly token: string; readonly maxAge: number }
+  | {
+      readonly ok: false;
+      readonly status: 400 | 403 | 503;
+      readonly error: string;
+      readonly message: string;
+    };
+
+export interface Readiness {
+  readonly ready: boolean;
+  /** One line per part: `[+]name ok: ...`, `[!]name degraded: ...`, `[-]name failed: ...`. */
+  readonly lines: readonly string[];
+  readonly degraded: readonly string[];
+}
+
+/** ListedObserved lines logged per second at most; the metric counts every one. */
+const OBSERVED_LOG_PER_SECOND = 20;
+
+export class Decider {
+  readonly metrics: DeciderMetrics;
+  readonly registry: Registry;
+  readonly log: Logger;
+  readonly #feed: ShardFeed;
+  readonly #state: StateStore;
+  readonly #lists = new ServedLists();
+  readonly #files: SiteFiles;
+  readonly #pollIntervalMs: number;
+  #poller: NodeJS.Timeout | undefined;
+  #polling: Promise<void> | undefined;
+  #observedLogged = { second: 0, count: 0 };
+
+  constructor(options: DeciderOptions) {
+    this.#feed = options.feed;
+    this.#state = options.state;
+    this.metrics = options.metrics;
+    this.registry = options.registry;
+    this.log = options.log;
+    this.#files = new SiteFiles(options.settings.siteConfigPath, options.settings.allowlistsDir);
+    this.#pollIntervalMs = options.pollIntervalMs ?? POLL_INTERVAL_MS;
+  }
+
+  /** Reads the files once, then polls them; starts the feed. Resolves once both have begun. */
+  async start(): Promise<void> {
+    await this.pollFiles();
+    this.#poller = setInterval(() => void this.pollFiles(), this.#pollIntervalMs);
+    this.#poller.unref();
+    this.#feed.start((configMaps) => this.#applyShards(configMaps));
+    // Make the signing key early, so that the first challenge does not wait for it.
+    void this.#state.signingKey();
+  }
+
+  async close(): Promise<void> {
+    if (this.#poller) clearInterval(this.#poller);
+    await this.#polling;
+    await this.#feed.stop();
+    await this.#state.close();
+  }
+
+  /** The configuration applied now, if one was ever read. */
+  get config(): DeciderSiteConfig | undefined {
+    return this.#files.config;
+  }
+
+  get ready(): boolean {
+    return this.#lists.applied && this.#files.config !== undefined;
+  }
+
+  /** One poll of the mounted files (the interval calls it; a test may too). */
+  pollFiles(): Promise<void> {
+    this.#polling ??= this.#files
+      .poll()
+      .then((outcome) => {
+        for (const p of outcome.newProblems) {
+          this.metrics.reloadFailures.inc({ source: p.source });
+          this.log.error({ source: p.source }, p.message);
+        }
+        if (outcome.configChanged)
+          this.log.info({ config: this.#files.config }, 'site configuration applied');
+        if (outcome.allowlistsChanged) {
+          this.log.info({ allowlists: Object.fromEntries(this.#files.allowlists) }, 'allowlists applied');
+        }
+      })
+      .catch((err: unknown) => this.log.error({ err }, 'polling the mounted files failed'))
+      .finally(() => {
+        this.#polling = undefined;
+      });
+    return this.#polling;
+  }
+
+  #applyShards(configMaps: readonly ObservedConfigMap[]): void {
+    let outcome: ReturnType<ServedLists['apply']>;
+    try {
+      outcome = this.#lists.apply(configMaps);
+    } catch (err) {
+      // A bug, not a bad shard (those are reported, not thrown): keep serving the table we have.
+      this.metrics.reloadFailures.inc({ source: 'shards' });
+      this.log.error({ err }, 'applying the shard ConfigMaps failed; the previous lists stay served');
+      return;
+    }
+    for (const p of outcome.shardProblems)
+      this.log.warn({ configMap: p.configMap, reason: p.reason }, p.message);
+    for (const p of outcome.parseProblems) {
+      this.metrics.reloadFailures.inc({ source: 'shards' });
+      this.log.error(p);
+    }
+    if (outcome.rebuilt) {
+      this.metrics.tableBuilds.inc();
+      this.metrics.tableBuildSeconds.observe(outcome.buildMs / 1000);
+      const served = this.#lists.served;
+      for (const kind of Object.values(ListKind)) {
+        this.metrics.lists.set({ kind }, served.filter((l) => l.kind === kind).length);
+      }
+      this.log.info(
+        { lists: served.map((l) => `${l.name}@${l.fingerprint.slice(0, 12)}`), buildMs: outcome.buildMs },
+        'lists served',
+      );
+    }
+  }
+
+  /** The verdict for `address`, presenting clearance `token` (from the cookie), if any. */
+  async verdict(address: IpAddress, token: string | undefined): Promise<Decision> {
+    const config = this.#files.config;
+    if (config === undefined) throw new Error('the decider is not ready: no site configuration was read');
+    const policy = policyOf(config);
+    const base = {
+      allowlisted: this.#files.isAllowlisted(address),
+      lists: this.#lists.lookup(address),
+      policy,
+    };
+    const state = stateWanted(base)
+      ? await this.#state.observe(clientKey(address), token)
+      : ({ kind: 'notRead' } as const);
+    const decision = decide({ ...base, state });
+    this.metrics.verdicts.inc({ verdict: decision.verdict, reason: decision.reason });
+    if (decision.reason === VerdictReason.ListedObserved) this.#logObserved(address, decision, policy);
+    return decision;
+  }
+
+  #logObserved(address: IpAddress, decision: Decision, policy: VerdictPolicy): void {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.#observedLogged.second) this.#observedLogged = { second, count: 0 };
+    if (++this.#observedLogged.count > OBSERVED_LOG_PER_SECOND) return;
+    const challenge = challengeFor({ ...policy, posture: 'Challenge' });
+    this.log.info(
+      {
+        client: clientKey(address),
+        list: decision.list,
+        underChallenge: challenge === 'none' ? 'pass' : challenge,
+      },
+      'listed client passed (posture Observe)',
+    );
+  }
+
+  /** A nonce for the client at `address`. */
+  async nonce(address: IpAddress): Promise<NonceAnswer> {
+    const config = this.#files.config;
+    if (config === undefined) return { ok: false, status: 503, error: 'not ready' };
+    const key = await this.#state.signingKey();
+    if (key === undefined) {
+      return { ok: false, status: 503, error: 'no signing key: valkey unreachable or not configured' };
+    }
+    const nonce = mintNonce({
+      key,
+      client: clientKey(address),
+      difficulty: config.difficulty,
+      now: Math.floor(Date.now() / 1000),
+      random: randomBytes(NONCE_RANDOM_BYTES),
+    });
+    return { ok: true, nonce, difficulty: config.difficulty };
+  }
+
+  /** Checks an answer to a nonce; a clearance when it is right. */
+  async solve(address: IpAddress, nonce: unknown, counter: unknown): Promise<SolutionAnswer> {
+    const config = this.#files.config;
+    if (config === undefined) return { ok: false, status: 503, error: 'NotReady', message: 'not ready' };
+    const key = await this.#state.signingKey();
+    const unavailable = {
+      ok: false,
+      status: 503,
+      error: 'StateUnavailable',
+      message: 'valkey unreachable or not configured: no clearance can be issued now',
+    } as const;
+    if (key === undefined) return unavailable;
+    const client = clientKey(address);
+    const now = Math.floor(Date.now() / 1000);
+    const check = checkSolution({ key, client, nonce, counter, now, difficulty: config.difficulty });
+    if (!check.ok) {
+      this.metrics.challengeAnswers.inc({ outcome: check.reason });
+      const malformed =
+        check.reason === ChallengeRejection.MalformedNonce ||
+        check.reason === ChallengeRejection.MalformedCounter;
+      return { ok: false, status: malformed ? 400 : 403, error: check.reason, message: check.message };
+    }
+    const claim = await this.#state.claimNonce(check.nonceId, check.expires - now + 1);
+    if (claim === 'unavailable') return unavailable;
+    if (claim === 'used') {
+      this.metrics.challengeAnswers.inc({ outcome: ChallengeRejection.NonceUsed });
+      return {
+        ok: false,
+        status: 403,
+        error: ChallengeRejection.NonceUsed,
+        message: 'this nonce was answered already: ask a new one',
+      };
+    }
+    const token = await this.#state.issueClearance(client, config.clearanceSeconds);
+    if (token === undefined) return unavailable;
+    this.metrics.challengeAnswers.inc({ outcome: 'Cleared' });
+    return { ok: true, token, maxAge: config.clearanceSeconds };
+  }
+
+  readiness(): Readiness {
+    const lines: string[] = [];
+    const degraded: string[] = [];
+    const feed = this.#feed.health();
+    if (!this.#lists.applied) {
+      lines.push(`[-]shards failed: not read yet${feed.lastError ? ` (last error: ${feed.lastError})` : ''}`);
+    } else {
+      const served = this.#lists.served;
+      const names = served.map((l) => `${l.name} (${l.kind}, ${l.entries} entries)`).join(', ');
+      lines.push(`[+]shards ok: ${served.length} lists served${names ? `: ${names}` : ''}`);
+      const last = this.#lists.lastOutcome;
+      if (feed.stale)
+        degraded.push(`shards: the watch is stale${feed.lastError ? ` (${feed.lastError})` : ''}`);
+      for (const p of last?.shardProblems ?? []) degraded.push(`shards: ${p.message} (${p.reason})`);
+      for (const p of last?.parseProblems ?? []) degraded.push(`shards: ${p}`);
+    }
+    const config = this.#files.config;
+    lines.push(
+      config === undefined
+        ? '[-]site-config failed: never read'
+        : `[+]site-config ok: posture ${config.posture}, challenge ${config.challenge}, ` +
+            `captcha ${config.captcha ? config.captcha.provider : 'none'}`,
+    );
+    const allowlists = [...this.#files.allowlists].map(([n, e]) => `${n} (${e} entries)`).join(', ');
+    lines.push(`[+]allowlists ok: ${allowlists || 'none'}`);
+    for (const note of this.#files.notes()) lines.push(`[+]allowlists note: ${note}`);
+    for (const p of this.#files.problems()) degraded.push(p);
+    const valkey = this.#state.degraded();
+    lines.push(valkey === undefined ? '[+]valkey ok' : `[!]valkey degraded: ${valkey}`);
+    if (valkey !== undefined) degraded.push(valkey);
+    return { ready: this.ready, lines, degraded };
+  }
+}
+
+export function policyOf(config: DeciderSiteConfig): VerdictPolicy {
+  return {
+    posture: config.posture,
+    captcha: config.captcha !== undefined,
+    challenge: config.challenge,
+    blocklists: config.blocklists,
+  };
+}

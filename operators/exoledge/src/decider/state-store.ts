@@ -1,0 +1,49 @@
+/**
+ * What the decider remembers between requests and shares between its replicas: the
+ * clearances it issued, how many challenges each client was sent in the current window,
+ * the nonces already answered, and the key nonces are signed with. Valkey holds it
+ * (`ValkeyStateStore`); this interface is what the rest of the decider sees.
+ *
+ * Every method answers, never throws: when the store cannot be reached the answer says
+ * so (`unavailable`, `undefined`), and the caller fails open (see `verdict.ts`).
+ */
+import type { ClientState } from '../domain/decider/verdict.ts';
+
+export type NonceClaim = 'claimed' | 'used' | 'unavailable';
+
+export interface StateStore {
+  /**
+   * One round trip: whether `token` is a clearance issued to `client`, and if not, counts
+   * one more challenge for `client` in its window and says how many that makes.
+   */
+  observe(client: string, token: string | undefined): Promise<ClientState>;
+  /** Records a clearance for `client` for `seconds`; its token, or undefined when unavailable. */
+  issueClearance(client: string, seconds: number): Promise<string | undefined>;
+  /** Records that nonce `id` was answered, until `ttlSeconds` from now. */
+  claimNonce(id: string, ttlSeconds: number): Promise<NonceClaim>;
+  /** The key shared by the replicas; undefined while it cannot be read. */
+  signingKey(): Promise<Buffer | undefined>;
+  /** Undefined when healthy; else what `/readyz` reports after `degraded: `. */
+  degraded(): string | undefined;
+  close(): Promise<void>;
+}
+
+/** No Valkey configured: nothing is remembered, every answer is `unavailable`. */
+export class NoStateStore implements StateStore {
+  async observe(): Promise<ClientState> {
+    return { kind: 'unavailable' };
+  }
+  async issueClearance(): Promise<string | undefined> {
+    return undefined;
+  }
+  async claimNonce(): Promise<NonceClaim> {
+    return 'unavailable';
+  }
+  async signingKey(): Promise<Buffer | undefined> {
+    return undefined;
+  }
+  degraded(): string {
+    return 'valkey not configured';
+  }
+  async close(): Promise<void> {}
+}
