@@ -4,6 +4,8 @@
  * deny policy appear for the Certain list, and decider ConfigMaps for the Presumed one.
  * Cilium's CRDs are installed first (the real ones, read from Cilium's Go module), so the
  * apiserver validates what the operator writes exactly as a cluster with Cilium would.
+ * One EdgeSite shows its owned objects, and its decider runs here, answering verdicts for
+ * a listed and an unlisted address.
  */
 import { thirdPartyCrds } from '@operators/controlplane';
 import { installCrds } from '@operators/controlplane/testing';
@@ -13,6 +15,7 @@ import { EDGE_SITE, type EdgeSite } from './api/edge-site.ts';
 import { discoverEdgeKinds } from './controllers/edge-site.ts';
 import { DEFAULT_DECIDER_PORT } from './domain/edge-site/index.ts';
 import { DEFAULT_IMAGES } from './images.ts';
+import { startLocalDecider } from './local-decider.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
 import { startListServer } from './sample/list-server.ts';
 import { sampleList } from './sample/sample-list.ts';
@@ -61,6 +64,17 @@ async function siteReady(client: KubeClient): Promise<EdgeSite | undefined> {
   }
 }
 
+/** The decider's JSON answer for `url`, once it has read its shards (503 before; 20 s at most). */
+async function verdictOnceReady(url: string): Promise<string> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await fetch(url);
+    const body = await res.text();
+    if (res.status !== 503 || Date.now() > deadline) return body.trim();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<void> }> {
   const { client, log } = ctx;
   await installCrds(client, (await thirdPartyCrds('cilium')) as unknown as KubeObject[]);
@@ -89,6 +103,8 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
         shardNamespace: deciderNamespace,
         gatewayClassName: 'istio',
         deciderPort: DEFAULT_DECIDER_PORT,
+        valkeyUrl: undefined,
+        trustedHops: 0,
       },
     },
     healthPort: 0,
@@ -162,10 +178,30 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
     `look: kubectl -n ${SITE_NAMESPACE} get edgesites; kubectl -n ${SITE_NAMESPACE} get ` +
       'deploy,svc,cm,certificates,gateways,httproutes,envoyfilters,wasmplugins,authorizationpolicies -l edge.exoledge.io/site=shop',
   );
+
+  // The site's decider, as one of its pods would run it, answering on 127.0.0.1.
+  const decider = await startLocalDecider({
+    client,
+    siteNamespace: SITE_NAMESPACE,
+    site: 'shop',
+    shardNamespace: deciderNamespace,
+  });
+  const listed = (await decider.listedAddress('sample-proxies')) ?? '192.0.2.1';
+  const unlisted = '203.0.113.250';
+  for (const addr of [listed, unlisted]) {
+    const query = `${decider.url}/v1/verdict?addr=${addr}`;
+    const answer = await verdictOnceReady(query);
+    log(`decider: curl -s '${query}'  ->  ${answer}`);
+  }
+  log(
+    `decider: ext_authz as Envoy asks it: curl -si -H 'x-envoy-external-address: ${listed}' ${decider.url}/v1/verdict/cart`,
+  );
+
   const metrics = manager.metricsEndpoint;
   if (metrics) log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
   return {
     async stop() {
+      await decider.close();
       await manager.stop();
       await server.close();
     },

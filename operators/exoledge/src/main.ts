@@ -16,6 +16,7 @@ import { DEFAULT_FETCH_LIMITS } from './controllers/blocklist-source.ts';
 import { discoverEdgeKinds } from './controllers/edge-site.ts';
 import { DEFAULT_SHORTEST_PREFIX } from './domain/blocklist/index.ts';
 import { parseDuration } from './domain/blocklist-source/index.ts';
+import { isValkeyUrl, MAX_TRUSTED_HOPS, readTrustedHops } from './domain/decider/index.ts';
 import { DEFAULT_DECIDER_PORT } from './domain/edge-site/index.ts';
 import { DEFAULT_IMAGES } from './images.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
@@ -46,6 +47,10 @@ export const USAGE = `usage: node operators/exoledge/src/main.ts [flags]
   --gateway-class NAME              (EXOLEDGE_GATEWAY_CLASS) the GatewayClass of a site's own Gateway; default istio
   --watch-namespaces NS,NS          (EXOLEDGE_WATCH_NAMESPACES) EdgeSites, Services and EndpointSlices in these
                                     namespaces only; every namespace when empty (the default)
+  --valkey-url URL                  (EXOLEDGE_VALKEY_URL) redis:// or rediss:// of the Valkey every decider keeps
+                                    its clearances and counters in; none by default (deciders run without state)
+  --trusted-hops N                  (EXOLEDGE_TRUSTED_HOPS) proxies in front of the gateway whose X-Forwarded-For
+                                    entries deciders trust; 0 to ${MAX_TRUSTED_HOPS}, default 0 (the header is never read)
   -h, --help                        print this help
   --version                         print exoledge's version
 
@@ -100,6 +105,8 @@ function parseFlagsStrictly() {
       'waf-filter-image': { type: 'string' },
       'gateway-class': { type: 'string' },
       'watch-namespaces': { type: 'string' },
+      'valkey-url': { type: 'string' },
+      'trusted-hops': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -177,6 +184,15 @@ async function main(): Promise<void> {
     .split(',')
     .map((n) => n.trim())
     .filter((n) => n !== '');
+  const valkeyUrl = values['valkey-url'] ?? (env.EXOLEDGE_VALKEY_URL || undefined);
+  if (valkeyUrl !== undefined && !isValkeyUrl(valkeyUrl)) {
+    fail(`--valkey-url: not a redis:// or rediss:// URL: ${valkeyUrl}`, 2);
+  }
+  const hopsText = values['trusted-hops'] ?? env.EXOLEDGE_TRUSTED_HOPS ?? '0';
+  const trustedHops = readTrustedHops(hopsText);
+  if (trustedHops === undefined) {
+    fail(`--trusted-hops: not an integer from 0 to ${MAX_TRUSTED_HOPS}: ${hopsText}`, 2);
+  }
   // cert-manager, Gateway API and Istio are optional: what a cluster lacks, sites report.
   const notServed = await discoverEdgeKinds(client);
   const { manager } = createOperator({
@@ -196,6 +212,8 @@ async function main(): Promise<void> {
         shardNamespace: deciderNamespace,
         gatewayClassName: values['gateway-class'] ?? env.EXOLEDGE_GATEWAY_CLASS ?? 'istio',
         deciderPort: DEFAULT_DECIDER_PORT,
+        valkeyUrl,
+        trustedHops,
       },
     },
     ...(leaderElectionNamespace ? { leaderElectionNamespace } : {}),

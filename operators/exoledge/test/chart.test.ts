@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { resolveBinaries } from '@operators/controlplane';
-import { type TestEnv, testEnv } from '@operators/controlplane/testing';
+import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import type { KubeObject } from '@operators/kit';
 import { parse } from 'yaml';
 import {
@@ -50,9 +50,14 @@ function deployment(objects: readonly KubeObject[]): {
   pod: PodSpec;
   container: Container;
 } {
-  const [d, ...others] = byKind(objects, 'Deployment');
-  assert.ok(d, 'a Deployment');
-  assert.equal(others.length, 0);
+  return deploymentNamed(objects, 'exoledge');
+}
+function deploymentNamed(
+  objects: readonly KubeObject[],
+  name: string,
+): { replicas: number; pod: PodSpec; container: Container } {
+  const d = byKind(objects, 'Deployment').find((o) => o.metadata.name === name);
+  assert.ok(d, `the Deployment ${name}`);
   const spec = d.spec as { replicas: number; template: { spec: PodSpec } };
   const [container] = spec.template.spec.containers;
   assert.ok(container);
@@ -234,12 +239,83 @@ describe('the exoledge chart, rendered by helm', () => {
       EXOLEDGE_DECIDER_IMAGE: 'registry.example/decider:1',
       EXOLEDGE_GATEWAY_CLASS: 'istio',
       EXOLEDGE_WATCH_NAMESPACES: 'shop,blog',
+      EXOLEDGE_TRUSTED_HOPS: '0',
+      // The chart's own Valkey (valkey.deploy), which the operator passes to every decider.
+      EXOLEDGE_VALKEY_URL: 'redis://exoledge-valkey.ops.svc.cluster.local:6379',
       TMPDIR: '/tmp',
     });
     const defaults = envOf(deployment((await renderChart(helm, { namespace: 'ops' })).objects).container);
     assert.equal(defaults.EXOLEDGE_SHORTEST_PREFIX_IPV4, '8');
     assert.equal(defaults.EXOLEDGE_SHORTEST_PREFIX_IPV6, '32');
     assert.equal(defaults.EXOLEDGE_DECIDER_NAMESPACE, 'exoledge-system');
+  });
+
+  it('deploys Valkey for the deciders, hardened and reachable by decider pods only, unless told of another one', async () => {
+    const { objects } = await renderChart(helm, { namespace: 'ops' });
+    const { replicas, pod, container } = deploymentNamed(objects, 'exoledge-valkey');
+    assert.equal(replicas, 1);
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 999,
+      runAsGroup: 999,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    assert.deepEqual(container.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    const service = byKind(objects, 'Service').find((o) => o.metadata.name === 'exoledge-valkey');
+    assert.deepEqual((service?.spec as { ports?: unknown } | undefined)?.ports, [
+      { name: 'valkey', port: 6379, targetPort: 'valkey', protocol: 'TCP' },
+    ]);
+    const [policy] = byKind(objects, 'NetworkPolicy');
+    assert.deepEqual((policy?.spec as { ingress?: unknown } | undefined)?.ingress, [
+      {
+        from: [
+          {
+            namespaceSelector: {},
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'exoledge-decider' } },
+          },
+        ],
+        ports: [{ port: 6379, protocol: 'TCP' }],
+      },
+    ]);
+
+    const own = await renderChart(helm, {
+      namespace: 'ops',
+      values: { valkey: { url: 'rediss://cache.example:6380/2' } },
+    });
+    assert.equal(
+      envOf(deployment(own.objects).container).EXOLEDGE_VALKEY_URL,
+      'rediss://cache.example:6380/2',
+    );
+    assert.ok(!byKind(own.objects, 'Deployment').some((o) => o.metadata.name === 'exoledge-valkey'));
+    const none = await renderChart(helm, { namespace: 'ops', values: { valkey: { deploy: false } } });
+    assert.equal(envOf(deployment(none.objects).container).EXOLEDGE_VALKEY_URL, undefined);
+    assert.deepEqual(byKind(none.objects, 'NetworkPolicy'), []);
+  });
+
+  it('runs the console bridge only when enabled, with create and patch on EdgeSites and nothing else', async () => {
+    const off = await renderChart(helm, { namespace: 'ops' });
+    assert.ok(!byKind(off.objects, 'Deployment').some((o) => o.metadata.name === 'exoledge-bridge'));
+    const { objects } = await renderChart(helm, {
+      namespace: 'ops',
+      values: { bridge: { enabled: true, directoryConfigMap: 'console' } },
+    });
+    assert.deepEqual(
+      ruleRows(objects).filter((r) => r.includes('bridge')),
+      // bridge/apiserver-dry-run.ts: one server-side apply, dryRun=All (create when new).
+      ['ClusterRole /ops-exoledge-bridge: edge.exoledge.io edgesites create,patch'],
+    );
+    const { pod, container } = deploymentNamed(objects, 'exoledge-bridge');
+    assert.equal(pod.serviceAccountName, 'exoledge-bridge');
+    assert.equal(envOf(container).EXOLEDGE_BRIDGE_DIRECTORY, '/etc/exoledge/console/directory.json');
+    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/healthz', port: 'http' } });
+    assert.deepEqual(
+      byKind(objects, 'ValidatingAdmissionPolicyBinding').map((o) => o.metadata.name),
+      ['ops-exoledge-bridge-dry-run-only'],
+    );
   });
 
   it('refuses values that cannot work, saying which', async () => {
@@ -253,6 +329,14 @@ describe('the exoledge chart, rendered by helm', () => {
         values: { deciderNamespace: 'ops', createDeciderNamespace: true },
       }),
       /createDeciderNamespace: the decider namespace is the release namespace/,
+    );
+    await assert.rejects(
+      renderChart(helm, { namespace: 'ops', values: { valkey: { url: 'http://cache:6379' } } }),
+      /valkey.url: not a redis:\/\/ or rediss:\/\/ URL: http:\/\/cache:6379/,
+    );
+    await assert.rejects(
+      renderChart(helm, { namespace: 'ops', values: { bridge: { enabled: true } } }),
+      /bridge.directoryConfigMap: the ConfigMap holding the console's directory/,
     );
   });
 
@@ -288,6 +372,46 @@ describe('the exoledge chart on a real apiserver', () => {
       undefined,
       'a dry-run writes nothing',
     );
+  });
+
+  it("lets the bridge's ServiceAccount dry-run an EdgeSite and denies it a real write, by the chart's policy", async (t) => {
+    const release = await env.namespace(t, 'exoledge');
+    const { objects, crds } = await renderChart(helm, {
+      namespace: release,
+      values: { bridge: { enabled: true, directoryConfigMap: 'console' } },
+    });
+    await env.installCrds(crds);
+    const bridgeObjects = objects.filter((o) => (o.metadata.name ?? '').includes('exoledge-bridge'));
+    await applyAll(env.admin, t, bridgeObjects);
+    const asBridge = env.admin.impersonate({ user: `system:serviceaccount:${release}:exoledge-bridge` });
+    const site = {
+      apiVersion: 'edge.exoledge.io/v1alpha1',
+      kind: 'EdgeSite',
+      metadata: { name: 'shop', namespace: release },
+      spec: {
+        domains: ['shop.example.com'],
+        upstream: { name: 'shop', port: 8080 },
+        tls: { issuerRef: { name: 'letsencrypt' } },
+      },
+    };
+    // A new policy takes a moment to reach admission: until it denies, a probe site is
+    // really written (and removed), so the assertions below run under the policy.
+    const gvk = { apiVersion: 'edge.exoledge.io/v1alpha1', kind: 'EdgeSite' };
+    await eventually('the policy to deny the bridge a real write', async () => {
+      const probe = { ...site, metadata: { name: 'probe', namespace: release } };
+      try {
+        await asBridge.apply(probe, { fieldManager: 'bridge' });
+      } catch (err) {
+        if (/only validates EdgeSites/.test(String(err))) return true;
+        throw err;
+      }
+      await env.admin.delete(gvk, 'probe', release).catch(() => undefined);
+      return undefined;
+    });
+    await assert.rejects(asBridge.apply(site, { fieldManager: 'bridge' }), /only validates EdgeSites/);
+    const checked = await asBridge.apply(site, { fieldManager: 'bridge', dryRun: true });
+    assert.equal(checked.metadata.name, 'shop');
+    assert.equal(await env.admin.find(gvk, 'shop', release), undefined, 'nothing was written');
   });
 
   it('with createDeciderNamespace, the namespace comes first and everything in it applies', async (t) => {

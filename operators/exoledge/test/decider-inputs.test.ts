@@ -131,16 +131,22 @@ describe('readDeciderEnv', () => {
         listen: { host: undefined, port: 8080 },
         valkeyUrl: undefined,
         trustedHops: 0,
+        captchaSecret: undefined,
+        captchaVerifyUrl: undefined,
       },
     });
     const full = readDeciderEnv({
       ...env,
       EXOLEDGE_VALKEY_URL: 'redis://valkey:6379',
       EXOLEDGE_TRUSTED_HOPS: '2',
+      EXOLEDGE_CAPTCHA_SECRET: 'shh',
+      EXOLEDGE_CAPTCHA_VERIFY_URL: 'https://captcha-proxy.internal/siteverify',
     });
     assert.ok(full.ok);
     assert.equal(full.settings.valkeyUrl, 'redis://valkey:6379');
     assert.equal(full.settings.trustedHops, 2);
+    assert.equal(full.settings.captchaSecret, 'shh');
+    assert.equal(full.settings.captchaVerifyUrl, 'https://captcha-proxy.internal/siteverify');
   });
 
   it('lists every problem of a bad environment', () => {
@@ -150,6 +156,7 @@ describe('readDeciderEnv', () => {
       EXOLEDGE_LISTEN: 'everywhere',
       EXOLEDGE_VALKEY_URL: 'http://valkey',
       EXOLEDGE_TRUSTED_HOPS: '-1',
+      EXOLEDGE_CAPTCHA_VERIFY_URL: 'ftp://captcha',
     });
     assert.equal(read.ok, false);
     assert.deepEqual(read.ok ? [] : read.problems.map((p) => p.split(' ')[0]), [
@@ -157,6 +164,7 @@ describe('readDeciderEnv', () => {
       'EXOLEDGE_LISTEN',
       'EXOLEDGE_VALKEY_URL',
       'EXOLEDGE_TRUSTED_HOPS',
+      'EXOLEDGE_CAPTCHA_VERIFY_URL',
     ]);
   });
 

@@ -19,3 +19,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
   name: {{ .Values.serviceAccount.name }}
   namespace: {{ .Release.Namespace }}
 {{- end -}}
+
+{{/* The Valkey URL deciders are given: valkey.url, else the chart's own, else none. */}}
+{{- define "exoledge.valkeyUrl" -}}
+{{- if .Values.valkey.url -}}
+{{ .Values.valkey.url }}
+{{- else if .Values.valkey.deploy -}}
+redis://exoledge-valkey.{{ .Release.Namespace }}.svc.cluster.local:6379
+{{- end -}}
+{{- end -}}

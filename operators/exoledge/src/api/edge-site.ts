@@ -34,26 +34,29 @@ import { GROUP, VERSION } from './blocklist-source.ts';
 export const EDGE_SITE = { apiVersion: `${GROUP}/${VERSION}`, kind: 'EdgeSite' } as const;
 
 /**
- * The site's stance: who the decider challenges. Which challenge they get is the site's
- * other choice: a captcha when `spec.captcha` is set, a proof-of-work otherwise. Certain
- * lists enforced by Cilium drop at the kernel whatever the posture: the packet never
- * reaches the site.
+ * The site's stance: what the decider does with a client on a Presumed list the site
+ * selects. Whatever the posture, a Certain list that reaches the decider (published, not
+ * enforced by Cilium) is a `drop`: it is the cluster's list, not a site's choice; and an
+ * allowlisted client passes. The full table is `domain/decider/verdict.ts` and
+ * `docs/exoledge.md`.
  */
 export const Posture = {
   /**
-   * Every verdict is `pass`; the decider logs the verdict `Challenge` would have given.
+   * A listed client passes; the decider counts it and logs it under `ListedObserved`.
    * For a new site: see who would be challenged before anyone is.
    */
   Observe: 'Observe',
   /**
-   * The seed's default behaviour: a client on a Certain list that reaches the decider
-   * (not enforced) gets `drop`; on a Presumed list, a challenge; anyone else `pass`.
-   * Presumed lists hold real users, so they are asked to prove themselves, never cut.
+   * The default: a listed client without a clearance is asked a proof-of-work (the
+   * captcha when the proof-of-work filter is off and the site has one). Presumed lists
+   * hold real users, so they are asked to prove themselves, never cut; only a client that
+   * floods challenges is dropped, for the rest of its window.
    */
   Challenge: 'Challenge',
   /**
-   * Under attack: as `Challenge`, and every other client without a valid clearance is
-   * challenged too. Nobody on a Presumed list is dropped even then.
+   * Under attack: as `Challenge`, but a listed client is asked the captcha when the site
+   * has one (a person can solve it, a farm of machines paying for proofs-of-work cannot).
+   * Clients on no list still pass: a posture never turns the whole internet into suspects.
    */
   Strict: 'Strict',
 } as const;
@@ -525,15 +528,17 @@ const specSchema: JSONSchemaProps = {
       enum: [Posture.Observe, Posture.Challenge, Posture.Strict],
       default: DEFAULT_POSTURE,
       description:
-        'Who the decider challenges. Observe: nobody, every verdict is pass and the verdict Challenge ' +
-        'would give is logged. Challenge: Presumed lists are challenged, Certain lists that reach the ' +
-        'decider are dropped, the rest passes. Strict: as Challenge, and every other client without a ' +
-        'clearance is challenged too.',
+        'What the decider does with a client on a Presumed list the site selects. Observe: it passes, ' +
+        'counted and logged. Challenge: a proof-of-work (the captcha when security.challenge is false and ' +
+        'a captcha is set). Strict: the captcha when one is set, else a proof-of-work. In every posture a ' +
+        'Certain list served by the decider drops, an allowlisted client passes and an unlisted one passes.',
     },
     captcha: {
       type: 'object',
       required: ['provider', 'siteKey', 'secretRef'],
-      description: 'Challenge with a captcha instead of a proof-of-work. Absent: proof-of-work.',
+      description:
+        'The captcha asked under posture Strict, and under Challenge when security.challenge is false. ' +
+        'Absent: proof-of-work only (and no challenge at all when security.challenge is false).',
       properties: {
         provider: {
           type: 'string',

@@ -15,7 +15,9 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ListKind } from '../api/blocklist-source.ts';
+import { CAPTCHA_VERIFY_URLS, CaptchaRejection, readCaptchaToken } from '../domain/decider/captcha.ts';
 import type { IpAddress } from '../domain/decider/client-address.ts';
+import { formatAddress } from '../domain/decider/client-address.ts';
 import { clientKey } from '../domain/decider/client-key.ts';
 import type { DeciderSettings } from '../domain/decider/env.ts';
 import {
@@ -33,6 +35,7 @@ import {
   type VerdictPolicy,
   VerdictReason,
 } from '../domain/decider/verdict.ts';
+import { verifyCaptcha } from './captcha-verifier.ts';
 import type { DeciderMetrics } from './metrics.ts';
 import { ServedLists } from './served-lists.ts';
 import type { ShardFeed } from './shard-feed.ts';
@@ -41,7 +44,10 @@ import { POLL_INTERVAL_MS, SiteFiles } from './site-files.ts';
 import type { StateStore } from './state-store.ts';
 
 export interface DeciderOptions {
-  readonly settings: Pick<DeciderSettings, 'siteConfigPath' | 'allowlistsDir'>;
+  readonly settings: Pick<
+    DeciderSettings,
+    'siteConfigPath' | 'allowlistsDir' | 'captchaSecret' | 'captchaVerifyUrl'
+  >;
   readonly feed: ShardFeed;
   readonly state: StateStore;
   readonly metrics: DeciderMetrics;
@@ -85,6 +91,7 @@ export class Decider {
   readonly #lists = new ServedLists();
   readonly #files: SiteFiles;
   readonly #pollIntervalMs: number;
+  readonly #captcha: Pick<DeciderSettings, 'captchaSecret' | 'captchaVerifyUrl'>;
   #poller: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   #observedLogged = { second: 0, count: 0 };
@@ -97,6 +104,7 @@ export class Decider {
     this.log = options.log;
     this.#files = new SiteFiles(options.settings.siteConfigPath, options.settings.allowlistsDir);
     this.#pollIntervalMs = options.pollIntervalMs ?? POLL_INTERVAL_MS;
+    this.#captcha = options.settings;
   }
 
   /** Reads the files once, then polls them; starts the feed. Resolves once both have begun. */
@@ -266,6 +274,71 @@ export class Decider {
     if (token === undefined) return unavailable;
     this.metrics.challengeAnswers.inc({ outcome: 'Cleared' });
     return { ok: true, token, maxAge: config.clearanceSeconds };
+  }
+
+  /**
+   * Checks a captcha answer with the provider; the same clearance as a proof-of-work when
+   * the provider says it is good. The provider is asked with the client's address as
+   * `remoteip`, as the providers recommend.
+   */
+  async solveCaptcha(address: IpAddress, tokenValue: unknown): Promise<SolutionAnswer> {
+    const config = this.#files.config;
+    if (config === undefined) return { ok: false, status: 503, error: 'NotReady', message: 'not ready' };
+    const refuse = (status: 400 | 403 | 503, error: CaptchaRejection, message: string): SolutionAnswer => {
+      this.metrics.challengeAnswers.inc({ outcome: error });
+      return { ok: false, status, error, message };
+    };
+    if (config.captcha === undefined) {
+      return refuse(403, CaptchaRejection.CaptchaNotConfigured, 'this site has no captcha');
+    }
+    const token = readCaptchaToken(tokenValue);
+    if (token === undefined) {
+      return refuse(400, CaptchaRejection.MalformedToken, "token: the widget's answer, a non-empty string");
+    }
+    const secret = this.#captcha.captchaSecret;
+    if (secret === undefined) {
+      this.log.error('a captcha answer came, but EXOLEDGE_CAPTCHA_SECRET is not set: nothing can check it');
+      return refuse(503, CaptchaRejection.CaptchaUnavailable, 'the captcha cannot be checked now');
+    }
+    const check = await verifyCaptcha({
+      url: this.#captcha.captchaVerifyUrl ?? CAPTCHA_VERIFY_URLS[config.captcha.provider],
+      secret,
+      token,
+      remoteIp: formatAddress(address),
+    });
+    switch (check.kind) {
+      case 'passed':
+        break;
+      case 'failed':
+        this.log.info(
+          { client: clientKey(address), codes: check.codes },
+          'captcha answer refused by the provider',
+        );
+        return refuse(403, CaptchaRejection.CaptchaFailed, 'the captcha was not solved: try again');
+      case 'unreadable':
+      case 'unreachable':
+        this.log.warn(
+          {
+            provider: config.captcha.provider,
+            problem: check.kind === 'unreachable' ? check.message : 'not its JSON',
+          },
+          'the captcha provider did not answer',
+        );
+        return refuse(503, CaptchaRejection.CaptchaUnavailable, 'the captcha cannot be checked now');
+      default:
+        return check satisfies never;
+    }
+    const cleared = await this.#state.issueClearance(clientKey(address), config.clearanceSeconds);
+    if (cleared === undefined) {
+      return {
+        ok: false,
+        status: 503,
+        error: 'StateUnavailable',
+        message: 'valkey unreachable or not configured: no clearance can be issued now',
+      };
+    }
+    this.metrics.challengeAnswers.inc({ outcome: 'Cleared' });
+    return { ok: true, token: cleared, maxAge: config.clearanceSeconds };
   }
 
   readiness(): Readiness {

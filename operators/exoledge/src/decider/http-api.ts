@@ -14,6 +14,8 @@
  *   `POST /v1/challenge` `{nonce, counter}`: the answer; 200 with the clearance cookie
  *   when it is right, 400 (malformed) or 403 (wrong, expired, used) with
  *   `{error, message}` otherwise, 503 when no clearance can be stored.
+ * - `POST /v1/captcha` `{token}`: the captcha widget's answer, checked with the provider
+ *   (`captcha.ts`); the same answers and cookie.
  * - `/healthz` (the process answers), `/readyz` (see `Decider.readiness`), `/metrics`.
  *
  * Before the decider is ready, verdicts answer 503: ext_authz counts a 5xx as a failure
@@ -21,19 +23,24 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { clearanceCookie, readClearanceCookie } from '../domain/decider/clearance.ts';
-import { clientAddress, readAddress } from '../domain/decider/client-address.ts';
+import { clientAddress, type IpAddress, readAddress } from '../domain/decider/client-address.ts';
 import { type Decision, unreadableClient, Verdict } from '../domain/decider/verdict.ts';
 import { VERDICT_HEADER, VERDICT_HEADER_PREFIX, VERDICT_PATH } from '../domain/edge-site/filters.ts';
-import type { Decider } from './decider.ts';
+import type { Decider, SolutionAnswer } from './decider.ts';
 
 /** The challenge endpoints. */
 export const CHALLENGE_PATH = '/v1/challenge';
+/** Where the challenge page posts the captcha widget's answer. */
+export const CAPTCHA_PATH = '/v1/captcha';
 /** The reason of the verdict, beside `x-exoledge-verdict`. */
 export const REASON_HEADER = `${VERDICT_HEADER_PREFIX}reason`;
 /** The list that decided it, when one did. */
 export const LIST_HEADER = `${VERDICT_HEADER_PREFIX}list`;
-/** Largest answer body accepted: a nonce and a counter are about 120 bytes. */
-export const MAX_BODY_BYTES = 1024;
+/**
+ * Largest answer body accepted: a nonce and a counter are about 120 bytes, a captcha
+ * token at most `MAX_CAPTCHA_TOKEN_LENGTH` characters.
+ */
+export const MAX_BODY_BYTES = 4096;
 
 export interface HttpApiOptions {
   readonly trustedHops: number;
@@ -65,6 +72,7 @@ async function handle(
   if (path.startsWith(`${VERDICT_PATH}/`)) return extAuthz(decider, options, req, res);
   if (path === VERDICT_PATH) return verdictApi(decider, req, res, url);
   if (path === CHALLENGE_PATH) return challenge(decider, options, req, res);
+  if (path === CAPTCHA_PATH) return captcha(decider, options, req, res);
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'MethodNotAllowed' });
   switch (path) {
     case '/healthz':
@@ -172,6 +180,36 @@ async function challenge(
     return send(res, 200, { nonce: answer.nonce, difficulty: answer.difficulty });
   }
   if (req.method !== 'POST') return send(res, 405, { error: 'MethodNotAllowed', message: 'GET or POST' });
+  return answered(req, res, client, (address, fields) =>
+    decider.solve(address, fields.nonce, fields.counter),
+  );
+}
+
+/** `POST /v1/captcha` `{token}`: the captcha widget's answer, checked with the provider. */
+async function captcha(
+  decider: Decider,
+  options: HttpApiOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  if (req.method !== 'POST') {
+    req.resume();
+    return send(res, 405, { error: 'MethodNotAllowed', message: 'POST only' });
+  }
+  const client = clientOf(options, req);
+  return answered(req, res, client, (address, fields) => decider.solveCaptcha(address, fields.token));
+}
+
+/**
+ * An answer to a challenge (proof-of-work or captcha): the JSON body read, `solve` asked,
+ * and the clearance cookie set when it says so.
+ */
+async function answered(
+  req: IncomingMessage,
+  res: ServerResponse,
+  client: ReturnType<typeof clientOf>,
+  solve: (address: IpAddress, fields: Record<string, unknown>) => Promise<SolutionAnswer>,
+): Promise<void> {
   const body = await readBody(req);
   if (body === undefined) {
     return send(res, 413, { error: 'TooLarge', message: `a body of at most ${MAX_BODY_BYTES} bytes` });
@@ -184,7 +222,7 @@ async function challenge(
     return send(res, 400, { error: 'BadRequest', message: 'the body is not JSON' });
   }
   const fields = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>) : {};
-  const answer = await decider.solve(client.address, fields.nonce, fields.counter);
+  const answer = await solve(client.address, fields);
   if (!answer.ok) return send(res, answer.status, { error: answer.error, message: answer.message });
   res.setHeader('set-cookie', clearanceCookie(answer.token, answer.maxAge));
   return send(res, 200, { cleared: true, maxAge: answer.maxAge });

@@ -1,7 +1,7 @@
 /**
  * The decider process: `node operators/exoledge/src/decider/main.ts`, configured by its
- * environment only (`DeciderEnv` from the operator, `DeciderStateEnv`; see
- * `docs-drafts/decider.md`). Reaches the API in-cluster through its ServiceAccount, or
+ * environment only (`DeciderEnv`, the contract with the operator; see
+ * docs/exoledge.md, "The decider"). Reaches the API in-cluster through its ServiceAccount, or
  * through `KUBECONFIG` when run by hand. Exits 0 after SIGTERM or SIGINT (a graceful stop
  * of at most 5 s), 1 on a failure to start, 2 on a bad environment.
  */

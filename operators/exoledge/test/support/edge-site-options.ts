@@ -8,4 +8,6 @@ export const EDGE_OPTIONS: EdgeSiteOptions = {
   shardNamespace: 'exoledge-system',
   gatewayClassName: 'istio',
   deciderPort: 8080,
+  valkeyUrl: 'redis://valkey.exoledge-system.svc:6379',
+  trustedHops: 0,
 };

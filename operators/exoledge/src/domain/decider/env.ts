@@ -1,24 +1,9 @@
 /**
  * The decider's settings, from its environment: the operator's contract (`DeciderEnv` in
- * `edge-site/decider.ts`) and the two variables the decider adds (`DeciderStateEnv`).
+ * `edge-site/decider.ts`).
  * Pure: the environment in, settings or every problem out.
  */
 import { DeciderEnv } from '../edge-site/decider.ts';
-
-/** Variables beyond the operator's `DeciderEnv`. */
-export const DeciderStateEnv = {
-  /**
-   * `redis://[user:password@]host:port[/db]` (or `rediss://`): where clearances, counters
-   * and the signing key live. Absent: the decider runs without state (see the docs:
-   * nobody can be cleared, nothing is counted) and says so in `/readyz`.
-   */
-  ValkeyUrl: 'EXOLEDGE_VALKEY_URL',
-  /**
-   * How many proxies, the gateway first, append to `X-Forwarded-For` and are trusted:
-   * the client address is the N-th entry from the right. Default 0: the header is not read.
-   */
-  TrustedHops: 'EXOLEDGE_TRUSTED_HOPS',
-} as const;
 
 /** More hops than this is a configuration mistake, not a topology. */
 export const MAX_TRUSTED_HOPS = 10;
@@ -38,6 +23,10 @@ export interface DeciderSettings {
   readonly listen: ListenAddress;
   readonly valkeyUrl: string | undefined;
   readonly trustedHops: number;
+  /** The captcha provider's secret key; without it no captcha answer can be checked. */
+  readonly captchaSecret?: string | undefined;
+  /** Where captcha answers are verified; undefined: the provider's own endpoint. */
+  readonly captchaVerifyUrl?: string | undefined;
 }
 
 export type SettingsRead =
@@ -52,6 +41,22 @@ export function readListen(text: string): ListenAddress | undefined {
   if (port > 65535) return undefined;
   const host = m[1] === undefined || m[1] === '' ? undefined : m[1].replace(/^\[(.*)\]$/, '$1');
   return { host, port };
+}
+
+/** Whether `text` is a URL the Valkey client takes: `redis://` or `rediss://`. */
+export function isValkeyUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'redis:' || protocol === 'rediss:';
+  } catch {
+    return false;
+  }
+}
+
+/** `0` to {@link MAX_TRUSTED_HOPS}; undefined for anything else. */
+export function readTrustedHops(text: string): number | undefined {
+  const n = Number(text);
+  return /^[0-9]{1,2}$/.test(text) && n <= MAX_TRUSTED_HOPS ? n : undefined;
 }
 
 export function readDeciderEnv(env: Readonly<Record<string, string | undefined>>): SettingsRead {
@@ -71,28 +76,27 @@ export function readDeciderEnv(env: Readonly<Record<string, string | undefined>>
   if (listen === undefined)
     problems.push(`${DeciderEnv.Listen} is ${JSON.stringify(listenText)}, not [host]:port`);
 
-  const valkeyText = env[DeciderStateEnv.ValkeyUrl]?.trim() || undefined;
-  if (valkeyText !== undefined) {
-    let protocol: string | undefined;
-    try {
-      protocol = new URL(valkeyText).protocol;
-    } catch {
-      protocol = undefined;
-    }
-    if (protocol !== 'redis:' && protocol !== 'rediss:') {
-      problems.push(`${DeciderStateEnv.ValkeyUrl} is not a redis:// or rediss:// URL`);
-    }
+  const valkeyText = env[DeciderEnv.ValkeyUrl]?.trim() || undefined;
+  if (valkeyText !== undefined && !isValkeyUrl(valkeyText)) {
+    problems.push(`${DeciderEnv.ValkeyUrl} is not a redis:// or rediss:// URL`);
   }
 
-  const hopsText = env[DeciderStateEnv.TrustedHops]?.trim() || '0';
-  const trustedHops = Number(hopsText);
-  if (!/^[0-9]{1,2}$/.test(hopsText) || trustedHops > MAX_TRUSTED_HOPS) {
+  const hopsText = env[DeciderEnv.TrustedHops]?.trim() || '0';
+  const trustedHops = readTrustedHops(hopsText);
+  if (trustedHops === undefined) {
     problems.push(
-      `${DeciderStateEnv.TrustedHops} is ${JSON.stringify(hopsText)}, not an integer from 0 to ${MAX_TRUSTED_HOPS}`,
+      `${DeciderEnv.TrustedHops} is ${JSON.stringify(hopsText)}, not an integer from 0 to ${MAX_TRUSTED_HOPS}`,
     );
   }
 
-  if (problems.length > 0 || listen === undefined) return { ok: false, problems };
+  const captchaSecret = env[DeciderEnv.CaptchaSecret]?.trim() || undefined;
+  const captchaVerifyUrl = env[DeciderEnv.CaptchaVerifyUrl]?.trim() || undefined;
+  if (captchaVerifyUrl !== undefined && !/^https?:\/\/[^/]/.test(captchaVerifyUrl)) {
+    problems.push(`${DeciderEnv.CaptchaVerifyUrl} is not an http:// or https:// URL`);
+  }
+
+  if (problems.length > 0 || listen === undefined || trustedHops === undefined)
+    return { ok: false, problems };
   return {
     ok: true,
     settings: {
@@ -104,6 +108,8 @@ export function readDeciderEnv(env: Readonly<Record<string, string | undefined>>
       listen,
       valkeyUrl: valkeyText,
       trustedHops,
+      captchaSecret,
+      captchaVerifyUrl,
     },
   };
 }

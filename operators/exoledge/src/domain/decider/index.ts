@@ -19,11 +19,12 @@ export {
 export { clientKey, IPV6_CLIENT_PREFIX } from './client-key.ts';
 export {
   type DeciderSettings,
-  DeciderStateEnv,
+  isValkeyUrl,
   type ListenAddress,
   MAX_TRUSTED_HOPS,
   readDeciderEnv,
   readListen,
+  readTrustedHops,
   type SettingsRead,
 } from './env.ts';
 export {

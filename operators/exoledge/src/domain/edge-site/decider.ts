@@ -27,7 +27,7 @@ import { deciderName, deciderSelector, siteConfigMapName, siteLabels } from './n
 import type { EdgeSiteOptions } from './options.ts';
 import { owned, type SiteRef } from './owner.ts';
 import { effectiveSecurity } from './security.ts';
-import { SITE_CONFIG_KEY, siteConfigHash } from './site-config.ts';
+import { SITE_CONFIG_KEY } from './site-config.ts';
 
 export const DECIDER_CONTAINER = 'decider';
 /** The name of the container port and of the Service port. */
@@ -38,8 +38,6 @@ export const LIVENESS_PATH = '/healthz';
 export const SITE_CONFIG_DIR = '/etc/exoledge/site';
 /** Where allowlist `<name>` is mounted: `<ALLOWLISTS_DIR>/<name>`. */
 export const ALLOWLISTS_DIR = '/etc/exoledge/allowlists';
-/** On the pod template: the configuration's hash (`siteConfigHash`), so a change rolls the pods. */
-export const CONFIG_HASH_ANNOTATION = 'edge.exoledge.io/config-hash';
 
 /** The decider's environment: its contract with the operator, one variable each. */
 export const DeciderEnv = {
@@ -55,6 +53,22 @@ export const DeciderEnv = {
   Listen: 'EXOLEDGE_LISTEN',
   /** Only with a captcha: the provider's secret key, from the Secret. */
   CaptchaSecret: 'EXOLEDGE_CAPTCHA_SECRET',
+  /**
+   * Not set by the operator: where captcha answers are verified, instead of the
+   * provider's own endpoint (`CAPTCHA_VERIFY_URLS`), for a proxy in front of it.
+   */
+  CaptchaVerifyUrl: 'EXOLEDGE_CAPTCHA_VERIFY_URL',
+  /**
+   * `redis://[user:password@]host:port[/db]` (or `rediss://`): where clearances, counters
+   * and the signing key live. Absent: the decider runs without state (nobody can be
+   * cleared, nothing is counted) and says so in `/readyz`.
+   */
+  ValkeyUrl: 'EXOLEDGE_VALKEY_URL',
+  /**
+   * How many proxies, the gateway first, append to `X-Forwarded-For` and are trusted:
+   * the client address is the N-th entry from the right. 0 or absent: the header is not read.
+   */
+  TrustedHops: 'EXOLEDGE_TRUSTED_HOPS',
 } as const;
 
 export function deciderServiceAccount(site: SiteRef) {
@@ -72,6 +86,8 @@ export function deciderDeployment(site: SiteRef, spec: EdgeSiteSpec, options: Ed
     { name: DeciderEnv.ShardNamespace, value: options.shardNamespace },
     { name: DeciderEnv.AllowlistsDir, value: ALLOWLISTS_DIR },
     { name: DeciderEnv.Listen, value: `:${options.deciderPort}` },
+    ...(options.valkeyUrl === undefined ? [] : [{ name: DeciderEnv.ValkeyUrl, value: options.valkeyUrl }]),
+    { name: DeciderEnv.TrustedHops, value: String(options.trustedHops) },
     ...(spec.captcha
       ? [
           {
@@ -114,10 +130,10 @@ export function deciderDeployment(site: SiteRef, spec: EdgeSiteSpec, options: Ed
       replicas: spec.decider?.replicas ?? DEFAULT_DECIDER_REPLICAS,
       selector: { matchLabels: selector },
       template: {
-        metadata: {
-          labels: siteLabels(site.name, selector),
-          annotations: { [CONFIG_HASH_ANNOTATION]: siteConfigHash(spec) },
-        },
+        // No hash of the configuration on the template: the decider reloads its mounted
+        // files when the kubelet updates them, so a posture change does not roll the pods
+        // (the seed's limit). Only a changed set of allowlists, a volume, rolls them.
+        metadata: { labels: siteLabels(site.name, selector) },
         spec: {
           serviceAccountName: deciderName(site.name),
           securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },

@@ -100,6 +100,9 @@ export function extAuthzFilter(site: SiteRef, spec: EdgeSiteSpec, options: EdgeS
                 '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
                 transport_api_version: 'V3',
                 failure_mode_allow: failureModeAllow(spec),
+                // Here, not in http_service.authorization_request: that copy is deprecated
+                // (Envoy logs it) and the two may not both be set.
+                allowed_headers: { patterns: VERDICT_REQUEST_HEADERS.map((exact) => ({ exact })) },
                 http_service: {
                   server_uri: {
                     uri: `http://${host}:${port}`,
@@ -107,9 +110,6 @@ export function extAuthzFilter(site: SiteRef, spec: EdgeSiteSpec, options: EdgeS
                     timeout: VERDICT_TIMEOUT,
                   },
                   path_prefix: VERDICT_PATH,
-                  authorization_request: {
-                    allowed_headers: { patterns: VERDICT_REQUEST_HEADERS.map((exact) => ({ exact })) },
-                  },
                   authorization_response: {
                     allowed_upstream_headers: { patterns: [{ prefix: VERDICT_HEADER_PREFIX }] },
                   },

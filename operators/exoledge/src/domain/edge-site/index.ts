@@ -6,7 +6,6 @@
  */
 export {
   ALLOWLISTS_DIR,
-  CONFIG_HASH_ANNOTATION,
   DECIDER_CONTAINER,
   DECIDER_PORT_NAME,
   DeciderEnv,
@@ -98,7 +97,6 @@ export {
   SITE_CONFIG_KEY,
   type SiteConfig,
   siteConfig,
-  siteConfigHash,
 } from './site-config.ts';
 export { SiteReason } from './site-reasons.ts';
 export {

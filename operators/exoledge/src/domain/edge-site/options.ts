@@ -27,4 +27,17 @@ export interface EdgeSiteOptions {
   readonly gatewayClassName: string;
   /** {@link DEFAULT_DECIDER_PORT} unless the decider image says otherwise. */
   readonly deciderPort: number;
+  /**
+   * `redis://host:port` of the Valkey every decider shares (the chart deploys one beside
+   * the operator; each site's keys carry its namespace and name). Undefined: deciders run
+   * without state, so nobody can be cleared and nothing is counted (the decider says so
+   * in `/readyz`).
+   */
+  readonly valkeyUrl: string | undefined;
+  /**
+   * Proxies in front of the gateway that append to `X-Forwarded-For` and are trusted,
+   * the gateway first. 0 (the default): the decider never reads the header, since any
+   * client can write it.
+   */
+  readonly trustedHops: number;
 }

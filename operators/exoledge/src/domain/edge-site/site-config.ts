@@ -6,7 +6,6 @@
  * No secret is ever written here: the captcha's secret key is named (Secret and key),
  * and the decider's pods receive its value from the kubelet (`decider.ts`).
  */
-import { createHash } from 'node:crypto';
 import {
   type CaptchaProvider,
   DEFAULT_CAPTCHA_SECRET_KEY,
@@ -89,15 +88,6 @@ export function siteConfig(spec: EdgeSiteSpec): SiteConfig {
 /** The text stored under {@link SITE_CONFIG_KEY}: the same spec always gives the same bytes. */
 export function siteConfigText(spec: EdgeSiteSpec): string {
   return `${JSON.stringify(siteConfig(spec), null, 2)}\n`;
-}
-
-/**
- * 16 hex digits of the configuration's SHA-256, on the decider's pod template: a changed
- * configuration rolls the pods, since the decider does not reload it by itself (the
- * seed's known limit).
- */
-export function siteConfigHash(spec: EdgeSiteSpec): string {
-  return createHash('sha256').update(siteConfigText(spec)).digest('hex').slice(0, 16);
 }
 
 export function siteConfigMap(site: SiteRef, spec: EdgeSiteSpec) {
