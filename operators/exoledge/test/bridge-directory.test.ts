@@ -10,28 +10,11 @@ import { describe, it } from 'node:test';
 import { decodeRecord, parseHost, readDirectory } from '../src/domain/bridge/index.ts';
 import { shopRecord } from './support/bridge-records.ts';
 
-/** The shop record as the console writes it in its file. */
-const SHOP_JSON = {
-  site: { namespace: 'shop', name: 'shop' },
-  domains: ['shop.example.com', '*.shop.example.com'],
-  upstream: { name: 'docs', port: 80 },
-  routes: [
-    { prefix: '/' },
-    {
-      prefix: '/app',
-      upstreams: [
-        { name: 'demo', port: 80, weight: 300 },
-        { name: 'demo-next', port: 80, weight: 100 },
-      ],
-    },
-  ],
-  posture: 'Challenge',
-  captcha: { provider: 'Turnstile', siteKey: '0x4AAAAAAAB_example', secretRef: { name: 'turnstile' } },
-  tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },
-  switches: { waf: true, challenge: false, sensitiveFiles: true },
-  blocklists: ['proxies', 'cve-2024-3400'],
-  allowlists: ['payment'],
-};
+/**
+ * The shop record as the console writes it in its file. Its JSON is the record field for
+ * field (a plain literal, nothing JSON would drop), so the record itself stands for it.
+ */
+const SHOP_JSON = shopRecord();
 
 function problemsOf(value: unknown): readonly string[] {
   const decoded = decodeRecord(value);

@@ -12,6 +12,7 @@ import type { Route } from '../src/api/edge-site.ts';
 import { type DomainRecord, renderEdgeSite } from '../src/domain/bridge/index.ts';
 import { effectiveSecurity } from '../src/domain/edge-site/security.ts';
 import { blogRecord, shopRecord } from './support/bridge-records.ts';
+import { SEED_ROUTING } from './support/seed-site.ts';
 
 describe('the bridge renders the console record as an EdgeSite', () => {
   it('renders the whole record, field for field, with the apiVersion and kind of an EdgeSite', () => {
@@ -20,18 +21,7 @@ describe('the bridge renders the console record as an EdgeSite', () => {
       kind: 'EdgeSite',
       metadata: { name: 'shop', namespace: 'shop' },
       spec: {
-        domains: ['shop.example.com', '*.shop.example.com'],
-        upstream: { name: 'docs', port: 80 },
-        routes: [
-          { prefix: '/' },
-          {
-            prefix: '/app',
-            upstreams: [
-              { name: 'demo', port: 80, weight: 300 },
-              { name: 'demo-next', port: 80, weight: 100 },
-            ],
-          },
-        ],
+        ...SEED_ROUTING,
         tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },
         posture: 'Challenge',
         captcha: { provider: 'Turnstile', siteKey: '0x4AAAAAAAB_example', secretRef: { name: 'turnstile' } },

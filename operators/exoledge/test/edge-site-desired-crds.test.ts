@@ -13,23 +13,16 @@ import type { KubeObject } from '@operators/kit';
 import { EDGE_SITE, type EdgeSite, type EdgeSiteSpec, edgeSiteCrd } from '../src/api/edge-site.ts';
 import { type DesiredObject, desiredObjects } from '../src/domain/edge-site/index.ts';
 import { EDGE_OPTIONS } from './support/edge-site-options.ts';
+import { SEED_APP_SPLIT, SEED_ROUTING } from './support/seed-site.ts';
 
 const OPTIONS = EDGE_OPTIONS;
 
 /** The seed's example with every function on, gRPC included, and a drained origin: the most objects a site has. */
 const FULL: EdgeSiteSpec = {
-  domains: ['shop.example.com', '*.shop.example.com'],
-  upstream: { name: 'docs', port: 80 },
+  ...SEED_ROUTING,
   routes: [
     { prefix: '/' },
-    {
-      prefix: '/app',
-      upstreams: [
-        { name: 'demo', port: 80, weight: 300 },
-        { name: 'demo-next', port: 80, weight: 100 },
-        { name: 'demo-old', port: 80, weight: 0 },
-      ],
-    },
+    { prefix: '/app', upstreams: [...SEED_APP_SPLIT, { name: 'demo-old', port: 80, weight: 0 }] },
   ],
   tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },
   captcha: { provider: 'Turnstile', siteKey: '0x4AAAAAAAB_example', secretRef: { name: 'turnstile' } },

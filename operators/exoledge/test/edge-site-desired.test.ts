@@ -25,6 +25,7 @@ import {
   shardAccessName,
 } from '../src/domain/edge-site/index.ts';
 import { EDGE_OPTIONS } from './support/edge-site-options.ts';
+import { SEED_ROUTING } from './support/seed-site.ts';
 
 const UID = '0b5c8a4e-1f2d-4c3b-9a8e-7d6f5e4c3b2a';
 
@@ -32,18 +33,7 @@ const OPTIONS = EDGE_OPTIONS;
 
 /** The seed's example, as docs/exoledge.md writes it: / to docs, /app split 300/100. */
 const SEED_SPEC: EdgeSiteSpec = {
-  domains: ['shop.example.com', '*.shop.example.com'],
-  upstream: { name: 'docs', port: 80 },
-  routes: [
-    { prefix: '/' },
-    {
-      prefix: '/app',
-      upstreams: [
-        { name: 'demo', port: 80, weight: 300 },
-        { name: 'demo-next', port: 80, weight: 100 },
-      ],
-    },
-  ],
+  ...SEED_ROUTING,
   tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' }, secretName: 'shop-tls' },
   posture: 'Challenge',
   captcha: {

@@ -34,6 +34,7 @@ import {
   KcmController,
 } from './controller-manager.ts';
 import { ControlPlaneError, tail } from './errors.ts';
+import { freePort } from './free-port.ts';
 import { isAlive } from './lock.ts';
 import { clientCertificate, generatePki, type Pem, type Pki } from './pki.ts';
 import { registerFolder, Supervised, unregisterFolder } from './process.ts';
@@ -465,18 +466,6 @@ function hintFor(name: string, log: string): string {
 
 async function readLog(file: string): Promise<string> {
   return readFile(file, 'utf8').catch(() => '');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function ensureFree(port: number, who: string): Promise<number> {

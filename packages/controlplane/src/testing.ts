@@ -22,6 +22,7 @@ import { ControlPlane, type ControlPlaneOptions, compactEtcd } from './controlpl
 import { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';
 
 export { aptCommand, ensureDebianPackages, isInstalled } from './debian-packages.ts';
+export { freePort } from './free-port.ts';
 
 export const SHARED_KUBECONFIG_ENV = 'KUBE_OPERATORS_TEST_KUBECONFIG';
 export const SHARED_ETCD_ENV = 'KUBE_OPERATORS_TEST_ETCD';

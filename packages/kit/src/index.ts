@@ -124,6 +124,10 @@ export {
   type ProbeEndpointOptions,
   type SecureMetricsOptions,
 } from './control/endpoint.ts';
+export {
+  type FinalizerReconcileHandlers,
+  finalizerReconcile,
+} from './control/finalizer-reconcile.ts';
 export { CHECK_TIMEOUT_MS, type HealthCheck } from './control/health.ts';
 export {
   DEFAULT_LEASE_DURATION_MS,

@@ -16,7 +16,7 @@
 import {
   type Clock,
   type Controller,
-  finalizer,
+  finalizerReconcile,
   type KubeObject,
   type Manager,
   type Predicate,
@@ -490,26 +490,10 @@ export function addBlocklistSourceController(
         cleanedUp.delete(req.name);
         return {};
       }
-      const outcome = await finalizer(client, source, FINALIZER, {
+      return finalizerReconcile(client, source, FINALIZER, {
         apply: (obj) => reconcileSource(obj, ctx),
-        cleanup: async (obj) => {
-          await cleanup(obj);
-          return {};
-        },
+        cleanup,
       });
-      switch (outcome.kind) {
-        case 'applied':
-        case 'cleanedUp':
-          return outcome.result;
-        case 'conflict':
-          // A stale read: the next reconcile reads again.
-          throw new Error(outcome.message);
-        case 'nothing':
-        case 'gone':
-          return {};
-        default:
-          return outcome satisfies never;
-      }
     });
   return controller;
 }

@@ -30,7 +30,7 @@ import {
   type Clock,
   type Controller,
   EventType,
-  finalizer,
+  finalizerReconcile,
   type GroupVersionKind,
   hasDrifted,
   isApiError,
@@ -458,25 +458,7 @@ export function addEdgeSiteController(
       // a spec older than the one that asked for the deletion.
       const site = await client.find<EdgeSite>(EDGE_SITE, req.name, req.namespace);
       if (!site) return {};
-      const outcome = await finalizer(client, site, EDGE_SITE_FINALIZER, {
-        apply: (s) => apply(s, ctx),
-        cleanup: async (s) => {
-          await cleanup(s);
-          return {};
-        },
-      });
-      switch (outcome.kind) {
-        case 'applied':
-        case 'cleanedUp':
-          return outcome.result;
-        case 'conflict':
-          throw new Error(outcome.message);
-        case 'nothing':
-        case 'gone':
-          return {};
-        default:
-          return outcome satisfies never;
-      }
+      return finalizerReconcile(client, site, EDGE_SITE_FINALIZER, { apply: (s) => apply(s, ctx), cleanup });
     });
   return controller;
 }

@@ -4,23 +4,13 @@
  * apiserver must refuse. Written out, not built by the code under test.
  */
 import type { DomainRecord } from '../../src/domain/bridge/index.ts';
+import { SEED_ROUTING } from './seed-site.ts';
 
-/** The docs' example site, as the console holds it, with the challenge box unchecked. */
+/** The docs' example site (the seed's), as the console holds it, with the challenge box unchecked. */
 export function shopRecord(namespace = 'shop'): DomainRecord {
   return {
     site: { namespace, name: 'shop' },
-    domains: ['shop.example.com', '*.shop.example.com'],
-    upstream: { name: 'docs', port: 80 },
-    routes: [
-      { prefix: '/' },
-      {
-        prefix: '/app',
-        upstreams: [
-          { name: 'demo', port: 80, weight: 300 },
-          { name: 'demo-next', port: 80, weight: 100 },
-        ],
-      },
-    ],
+    ...SEED_ROUTING,
     posture: 'Challenge',
     captcha: { provider: 'Turnstile', siteKey: '0x4AAAAAAAB_example', secretRef: { name: 'turnstile' } },
     tls: { issuerRef: { name: 'letsencrypt', kind: 'ClusterIssuer' } },

@@ -1,8 +1,9 @@
 /**
  * A decider for tests: the real process (`runDecider`) on 127.0.0.1 and a free port, its
- * shards fed from memory, its site configuration and allowlists written in a temp folder
- * the way the kubelet writes a ConfigMap volume (a timestamped folder, a `..data`
- * symlink swapped atomically, one symlink per key), and clients for its API.
+ * shards fed from memory (or by a feed the test passes: `KubeShardFeed` on an apiserver),
+ * its site configuration and allowlists written in a temp folder the way the kubelet
+ * writes a ConfigMap volume (a timestamped folder, a `..data` symlink swapped
+ * atomically, one symlink per key), and clients for its API.
  *
  * The site configuration is the operator's own `siteConfigText` of an EdgeSite spec, so
  * the decider reads exactly what the operator writes. Shards are the canonical text of
@@ -17,7 +18,7 @@ import { pino } from 'pino';
 import type { ListKind } from '../../src/api/blocklist-source.ts';
 import type { EdgeSiteSpec } from '../../src/api/edge-site.ts';
 import { type RunningDecider, runDecider } from '../../src/decider/run.ts';
-import { MemoryShardFeed } from '../../src/decider/shard-feed.ts';
+import { MemoryShardFeed, type ShardFeed } from '../../src/decider/shard-feed.ts';
 import type { ObservedConfigMap } from '../../src/decider/shard-sets.ts';
 import { canonicalText, merge, parseBlocklist } from '../../src/domain/blocklist/index.ts';
 import {
@@ -96,6 +97,12 @@ export const BASE_SPEC: EdgeSiteSpec = {
 export interface StartOptions {
   readonly valkeyUrl?: string;
   readonly trustedHops?: number;
+  readonly captchaSecret?: string;
+  readonly captchaVerifyUrl?: string;
+  /** Shards from elsewhere than `feed` (a `KubeShardFeed` on an apiserver); `feed` by default. */
+  readonly feed?: ShardFeed;
+  /** The namespace such a feed reads, for the settings; `exoledge-system` by default. */
+  readonly shardNamespace?: string;
 }
 
 export interface Verdict {
@@ -156,13 +163,15 @@ export class DeciderHarness {
         siteNamespace: 'shop',
         site: 'shop',
         siteConfigPath: join(this.configDir, 'config.json'),
-        shardNamespace: 'exoledge-system',
+        shardNamespace: options.shardNamespace ?? 'exoledge-system',
         allowlistsDir: this.allowlistsDir,
         listen: { host: '127.0.0.1', port: 0 },
         valkeyUrl: options.valkeyUrl,
         trustedHops: options.trustedHops ?? 0,
+        captchaSecret: options.captchaSecret,
+        captchaVerifyUrl: options.captchaVerifyUrl,
       },
-      feed: this.feed,
+      feed: options.feed ?? this.feed,
       log: pino({ level: process.env.DECIDER_TEST_LOG ?? 'silent' }),
       pollIntervalMs: 100,
     });

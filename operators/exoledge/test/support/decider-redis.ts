@@ -7,11 +7,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ensureDebianPackages } from '@operators/controlplane/testing';
+import { ensureDebianPackages, freePort } from '@operators/controlplane/testing';
 
 const REDIS_SERVER = '/usr/bin/redis-server';
 
@@ -24,16 +24,6 @@ export interface RedisServer {
   restart(): Promise<void>;
   /** Kills it and removes its folder. */
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Resolves once a PING on `port` is answered with PONG, or fails after `timeoutMs`. */

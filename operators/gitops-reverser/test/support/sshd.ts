@@ -13,11 +13,10 @@ import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ensureDebianPackages } from '@operators/controlplane/testing';
+import { ensureDebianPackages, freePort } from '@operators/controlplane/testing';
 
 const execFileP = promisify(execFile);
 
@@ -67,17 +66,6 @@ export async function generateKey(dir: string, name: string): Promise<SshKeyPair
     privateKey: await readFile(file, 'utf8'),
     publicKey: (await readFile(`${file}.pub`, 'utf8')).trim(),
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 /** The `type base64` part of a public key line (without its comment). */

@@ -14,9 +14,9 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@operators/controlplane/testing';
 import { opaBinary } from './opa-binary.ts';
 
 /** The sample policy: package `authz`, rule `allow`. */
@@ -57,17 +57,6 @@ export interface Opa {
   /** What OPA logged, for a failing test's message. */
   log(): string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 export async function startOpa(opts: OpaOptions): Promise<Opa> {
