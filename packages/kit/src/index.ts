@@ -62,6 +62,7 @@ export {
   type WriteOptions,
   withGvk,
 } from './client/client.ts';
+export type { Credentials, TlsOptions } from './client/credentials.ts';
 export { Discovery, resourcePath } from './client/discovery.ts';
 export {
   ApiError,
@@ -71,10 +72,19 @@ export {
   isApiError,
   type StatusCause,
 } from './client/errors.ts';
+export {
+  InClusterCredentials,
+  type InClusterOptions,
+  SERVICE_ACCOUNT_DIR,
+  TOKEN_REFRESH_MS,
+} from './client/in-cluster-credentials.ts';
+export { AUTH_TTL_MS, KubeconfigCredentials } from './client/kubeconfig-credentials.ts';
+export { loadCredentials } from './client/load-credentials.ts';
 export { DEFAULT_CLIENT_RATE_LIMIT, type RateLimit, TokenBucket } from './client/token-bucket.ts';
 export {
   type HttpMethod,
   type Impersonation,
+  type LoadOptions,
   type RawResponse,
   type RequestOptions,
   Transport,

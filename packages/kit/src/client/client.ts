@@ -14,10 +14,10 @@
  * reconcile's signal, so a reconcile cut short by a lost lease or a shutdown deadline
  * cannot land a write afterwards.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import { Discovery, resourcePath } from './discovery.ts';
 import { ApiError, ApiErrorReason, isApiError } from './errors.ts';
-import { type Impersonation, Transport, type TransportOptions } from './transport.ts';
+import { KubeconfigCredentials } from './kubeconfig-credentials.ts';
+import { type Impersonation, type LoadOptions, Transport, type TransportOptions } from './transport.ts';
 import type { GroupVersionKind, KubeList, KubeObject, ResourceInfo } from './types.ts';
 
 /** Options every call takes. */
@@ -124,16 +124,15 @@ export class KubeClient {
    * From a kubeconfig path, `$KUBECONFIG`, `~/.kube/config`, or the pod's service account.
    * `options` sets the client-side rate limit and the registry of request metrics (see
    * {@link TransportOptions}; a manager's client: `{ rateLimit: DEFAULT_CLIENT_RATE_LIMIT }`).
+   * In a pod the service account is read natively, without `@kubernetes/client-node`.
    */
-  static async load(kubeconfigPath?: string, options?: TransportOptions): Promise<KubeClient> {
+  static async load(kubeconfigPath?: string, options?: LoadOptions): Promise<KubeClient> {
     return new KubeClient(await Transport.load(kubeconfigPath, options));
   }
 
   /** From the text of a kubeconfig (its current context); `options` as for {@link load}. */
   static async fromKubeconfigString(text: string, options?: TransportOptions): Promise<KubeClient> {
-    const kc = new KubeConfig();
-    kc.loadFromString(text);
-    return new KubeClient(await Transport.fromKubeConfig(kc, options));
+    return new KubeClient(Transport.fromCredentials(await KubeconfigCredentials.fromString(text), options));
   }
 
   /** A client acting as another user (with groups); shares connections and discovery. */

@@ -1,9 +1,10 @@
 /**
  * HTTP to one apiserver: JSON requests and streamed watch responses.
  *
- * Configuration and authentication come from `@kubernetes/client-node`'s KubeConfig
- * (kubeconfig files, in-cluster service-account tokens, exec and auth-provider
- * plugins). The requests go through one undici Agent per transport, kept alive and
+ * Configuration and authentication come from {@link Credentials}: a kubeconfig read by
+ * `@kubernetes/client-node` (files, exec and auth-provider plugins; imported only on
+ * that path), or the pod's service account read natively (see {@link loadCredentials}).
+ * The requests go through one undici Agent per transport, kept alive and
  * shared by every request and watch: a new agent per watch reconnect is what
  * exhausted file descriptors in client-node 1.x (#2893).
  *
@@ -23,7 +24,7 @@
  *   `rest_client_rate_limiter_duration_seconds{verb,host}` for each token taken.
  *   There is no global registry: without `registry` nothing is recorded.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import { Agent, type buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
 import type { Clock } from '../base/clock.ts';
@@ -31,7 +32,11 @@ import { sharedCounter, sharedHistogram } from '../base/shared-metrics.ts';
 
 type ConnectOptions = buildConnector.BuildOptions;
 
+import type { Credentials } from './credentials.ts';
 import { ApiError, classifyStatus, transientError } from './errors.ts';
+import type { InClusterOptions } from './in-cluster-credentials.ts';
+import { KubeconfigCredentials } from './kubeconfig-credentials.ts';
+import { loadCredentials } from './load-credentials.ts';
 import { type RateLimit, TokenBucket } from './token-bucket.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -83,6 +88,12 @@ export interface TransportOptions {
   readonly clock?: Clock;
 }
 
+/** How {@link Transport.load} finds its credentials, besides the transport's options. */
+export interface LoadOptions extends TransportOptions {
+  /** Where the in-cluster path reads the service account (tests); see {@link InClusterOptions}. */
+  readonly inCluster?: InClusterOptions;
+}
+
 /** client-go's buckets for both latency histograms (component-base restclient metrics). */
 const LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0] as const;
 
@@ -125,61 +136,43 @@ interface Shared {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-/** Auth headers from tokens or exec plugins are re-read this often, so rotated tokens are picked up. */
-const AUTH_TTL_MS = 60_000;
 
 export class Transport {
   readonly server: string;
-  private readonly kubeConfig: KubeConfig;
+  private readonly credentials: Credentials;
   private readonly dispatcher: Dispatcher;
   /** TLS options of every connection, for the dedicated connections of watches. */
   private readonly connectOptions: ConnectOptions;
   private readonly impersonation: Impersonation | undefined;
-  private authHeaders: Record<string, string> = {};
-  private authAt = 0;
-  private readonly dynamicAuth: boolean;
   private readonly shared: Shared;
   /** `host:port` of the server: the `host` label of the metrics. */
   private readonly host: string;
 
   private constructor(
-    kc: KubeConfig,
+    credentials: Credentials,
     dispatcher: Dispatcher,
     connectOptions: ConnectOptions,
-    server: string,
     shared: Shared,
     impersonation?: Impersonation,
   ) {
-    this.kubeConfig = kc;
+    this.credentials = credentials;
     this.dispatcher = dispatcher;
     this.connectOptions = connectOptions;
-    this.server = server.replace(/\/$/, '');
+    this.server = credentials.server.replace(/\/$/, '');
     this.host = hostOf(this.server);
     this.shared = shared;
     this.impersonation = impersonation;
-    const user = kc.getCurrentUser();
-    this.dynamicAuth = !!user && (!!user.token || !!user.authProvider || !!user.exec || !!user.password);
   }
 
-  /** From a loaded KubeConfig (its current context). */
-  static async fromKubeConfig(kc: KubeConfig, options: TransportOptions = {}): Promise<Transport> {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig has no current cluster; set a current-context');
-    const opts: {
-      ca?: Buffer;
-      cert?: Buffer;
-      key?: Buffer;
-      rejectUnauthorized?: boolean;
-      servername?: string;
-      headers?: Record<string, string>;
-    } = {};
-    await kc.applyToHTTPSOptions(opts as Parameters<KubeConfig['applyToHTTPSOptions']>[0]);
+  /** To the server of `credentials`, authenticated by them. */
+  static fromCredentials(credentials: Credentials, options: TransportOptions = {}): Transport {
+    const { ca, cert, key, rejectUnauthorized, servername } = credentials.tls;
     const connect: ConnectOptions = {
-      ca: opts.ca,
-      cert: opts.cert,
-      key: opts.key,
-      rejectUnauthorized: opts.rejectUnauthorized ?? !cluster.skipTLSVerify,
-      servername: opts.servername,
+      ca,
+      cert,
+      key,
+      rejectUnauthorized,
+      servername,
       keepAlive: true,
       keepAliveInitialDelay: 30_000,
     };
@@ -193,20 +186,25 @@ export class Transport {
       limiter: options.rateLimit ? new TokenBucket(options.rateLimit, options.clock) : undefined,
       metrics: options.registry ? restClientMetrics(options.registry) : undefined,
     };
-    return new Transport(kc, dispatcher, connect, cluster.server, shared);
+    return new Transport(credentials, dispatcher, connect, shared);
   }
 
-  /** From a kubeconfig file, `$KUBECONFIG`, `~/.kube/config` or the in-cluster service account. */
-  static async load(kubeconfigPath?: string, options: TransportOptions = {}): Promise<Transport> {
-    const kc = new KubeConfig();
-    if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-    else kc.loadFromDefault();
-    return Transport.fromKubeConfig(kc, options);
+  /** From a loaded KubeConfig (its current context). */
+  static async fromKubeConfig(kc: KubeConfig, options: TransportOptions = {}): Promise<Transport> {
+    return Transport.fromCredentials(await KubeconfigCredentials.fromKubeConfig(kc), options);
+  }
+
+  /**
+   * From a kubeconfig file, `$KUBECONFIG`, `~/.kube/config` or the in-cluster service
+   * account, in that order ({@link loadCredentials}).
+   */
+  static async load(kubeconfigPath?: string, options: LoadOptions = {}): Promise<Transport> {
+    return Transport.fromCredentials(await loadCredentials(kubeconfigPath, options.inCluster), options);
   }
 
   /** A transport that shares this one's connections, rate limit and metrics, and acts as someone else. */
   impersonate(as: Impersonation): Transport {
-    return new Transport(this.kubeConfig, this.dispatcher, this.connectOptions, this.server, this.shared, as);
+    return new Transport(this.credentials, this.dispatcher, this.connectOptions, this.shared, as);
   }
 
   /** The rate limit every request of this transport waits on; undefined when unlimited. */
@@ -216,16 +214,9 @@ export class Transport {
   }
 
   private async headers(contentType?: string, accept?: string): Promise<Record<string, string | string[]>> {
-    if (this.dynamicAuth && Date.now() - this.authAt > AUTH_TTL_MS) {
-      const o: { headers?: Record<string, string> } = { headers: {} };
-      await this.kubeConfig.applyToHTTPSOptions(o as Parameters<KubeConfig['applyToHTTPSOptions']>[0]);
-      this.authHeaders = { ...(o.headers ?? {}) };
-      delete this.authHeaders['Impersonate-User'];
-      this.authAt = Date.now();
-    }
     const h: Record<string, string | string[]> = {
       accept: accept ?? 'application/json',
-      ...this.authHeaders,
+      ...(await this.credentials.authHeaders()),
     };
     if (contentType) h['content-type'] = contentType;
     if (this.impersonation) {
