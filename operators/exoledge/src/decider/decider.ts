@@ -36,8 +36,8 @@ import {
   VerdictReason,
 } from '../domain/decider/verdict.ts';
 import { verifyCaptcha } from './captcha-verifier.ts';
+import { ListLoader, type LoaderEvent } from './list-loader.ts';
 import type { DeciderMetrics } from './metrics.ts';
-import { ServedLists } from './served-lists.ts';
 import type { ShardFeed } from './shard-feed.ts';
 import type { ObservedConfigMap } from './shard-sets.ts';
 import { POLL_INTERVAL_MS, SiteFiles } from './site-files.ts';
@@ -88,7 +88,7 @@ export class Decider {
   readonly log: Logger;
   readonly #feed: ShardFeed;
   readonly #state: StateStore;
-  readonly #lists = new ServedLists();
+  readonly #lists = new ListLoader((event) => this.#shardsApplied(event));
   readonly #files: SiteFiles;
   readonly #pollIntervalMs: number;
   readonly #captcha: Pick<DeciderSettings, 'captchaSecret' | 'captchaVerifyUrl'>;
@@ -121,6 +121,7 @@ export class Decider {
     if (this.#poller) clearInterval(this.#poller);
     await this.#polling;
     await this.#feed.stop();
+    await this.#lists.close();
     await this.#state.close();
   }
 
@@ -155,16 +156,29 @@ export class Decider {
     return this.#polling;
   }
 
+  /**
+   * Resolves once every view the feed delivered so far is served (or failed): views are
+   * applied off this thread (`ListLoader`), a moment after the feed delivers them.
+   */
+  shardsSettled(): Promise<void> {
+    return this.#lists.settled();
+  }
+
   #applyShards(configMaps: readonly ObservedConfigMap[]): void {
-    let outcome: ReturnType<ServedLists['apply']>;
-    try {
-      outcome = this.#lists.apply(configMaps);
-    } catch (err) {
+    this.#lists.apply(configMaps);
+  }
+
+  #shardsApplied(event: LoaderEvent): void {
+    if (event.kind === 'failed') {
       // A bug, not a bad shard (those are reported, not thrown): keep serving the table we have.
       this.metrics.reloadFailures.inc({ source: 'shards' });
-      this.log.error({ err }, 'applying the shard ConfigMaps failed; the previous lists stay served');
+      this.log.error(
+        { err: event.error },
+        'applying the shard ConfigMaps failed; the previous lists stay served',
+      );
       return;
     }
+    const { outcome } = event;
     for (const p of outcome.shardProblems)
       this.log.warn({ configMap: p.configMap, reason: p.reason }, p.message);
     for (const p of outcome.parseProblems) {

@@ -166,6 +166,20 @@ export interface TableStats {
 
 type SetIds = Uint8Array | Uint16Array | Uint32Array;
 
+/**
+ * A table as plain data, for `postMessage`: the typed arrays (whose buffers can be
+ * transferred rather than copied) and, for every set id, the indexes of its lists in
+ * `lists`. Built in a worker (`list-worker.ts`), the table arrives whole this way.
+ */
+export interface TableParts {
+  readonly v4Positions: Uint32Array;
+  readonly v4Sets: SetIds;
+  readonly v6Positions: Uint32Array;
+  readonly v6Sets: SetIds;
+  readonly lists: readonly ListRef[];
+  readonly sets: readonly (readonly number[])[];
+}
+
 /** An immutable lookup of client addresses in published lists; see the module comment. */
 export class PrefixTable {
   readonly #v4Positions: Uint32Array;
@@ -213,6 +227,33 @@ export class PrefixTable {
       sets,
     ).build();
     return new PrefixTable(v4, v6, sets.results(refs), Object.freeze(refs));
+  }
+
+  /** The table `parts` describes (see `parts`); the arrays are used as they are, not copied. */
+  static fromParts(parts: TableParts): PrefixTable {
+    const refs = parts.lists.map((l): ListRef => Object.freeze({ name: l.name, kind: l.kind }));
+    return new PrefixTable(
+      { positions: parts.v4Positions, sets: parts.v4Sets },
+      { positions: parts.v6Positions, sets: parts.v6Sets },
+      resultsOf(parts.sets, refs),
+      Object.freeze(refs),
+    );
+  }
+
+  /**
+   * This table as plain data. The arrays are this table's own: once their buffers are
+   * transferred, this table no longer answers.
+   */
+  get parts(): TableParts {
+    const index = new Map(this.#lists.map((l, i) => [l, i]));
+    return {
+      v4Positions: this.#v4Positions,
+      v4Sets: this.#v4Sets,
+      v6Positions: this.#v6Positions,
+      v6Sets: this.#v6Sets,
+      lists: this.#lists.map((l) => ({ name: l.name, kind: l.kind })),
+      sets: this.#results.map((r) => (r.outcome === 'listed' ? r.lists.map((l) => index.get(l)!) : [])),
+    };
   }
 
   /** The lists of the table, sorted by name. */
@@ -466,12 +507,17 @@ class SetInterner {
 
   /** The answer for every set id. */
   results(refs: readonly ListRef[]): Lookup[] {
-    return this.#members.map((members) =>
-      members.length === 0
-        ? UNLISTED
-        : Object.freeze({ outcome: 'listed' as const, lists: Object.freeze(members.map((m) => refs[m]!)) }),
-    );
+    return resultsOf(this.#members, refs);
   }
+}
+
+/** The frozen answer of each set of lists (indexes into `refs`). */
+function resultsOf(members: readonly (readonly number[])[], refs: readonly ListRef[]): Lookup[] {
+  return members.map((m) =>
+    m.length === 0
+      ? UNLISTED
+      : Object.freeze({ outcome: 'listed' as const, lists: Object.freeze(m.map((i) => refs[i]!)) }),
+  );
 }
 
 /**

@@ -1,5 +1,7 @@
 /**
- * The blocklists the decider serves, and the one table every verdict reads.
+ * The blocklists the decider serves, and the one table every verdict reads. Runs in the
+ * list worker (`list-worker.ts`), off the thread that answers requests; `ListLoader`
+ * carries each view there and each new table back.
  *
  * Each view of the shard ConfigMaps goes through `selectShardSets` (per list, a complete
  * version or what is held), then each newly selected version's text is parsed. Only when
@@ -7,8 +9,8 @@
  * built; it then replaces the old one in a single assignment. A verdict reads the
  * reference once, so it sees the old table or the new one, never one in the making:
  * building happens in the feed's callback, never on a request, and JavaScript runs one
- * callback at a time (requests arriving during a build wait for it: a few milliseconds
- * for the default budget of 4,000 prefixes, about half a second for three million).
+ * callback at a time (a selection, parse and build of three million prefixes takes most
+ * of a second: hence the worker, where no request waits for it).
  *
  * A version whose text does not parse (the operator only publishes canonical text, so
  * this means a hand edit that kept the fingerprint, or a bug) is not served: the list
@@ -71,6 +73,11 @@ export class ServedLists {
   /** Whether a view was applied: before, the decider knows no list and is not ready. */
   get applied(): boolean {
     return this.#applied;
+  }
+
+  /** The table served now. */
+  get table(): PrefixTable {
+    return this.#table;
   }
 
   get lastOutcome(): ApplyOutcome | undefined {

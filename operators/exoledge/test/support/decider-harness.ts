@@ -176,6 +176,8 @@ export class DeciderHarness {
       pollIntervalMs: 100,
     });
     this.#running.add(running);
+    // Lists are applied off the request thread: a test starts from the view it published.
+    await running.decider.shardsSettled();
     const close = running.close;
     return {
       ...running,
