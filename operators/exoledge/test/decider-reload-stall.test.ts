@@ -1,15 +1,17 @@
 /**
  * A reload of a large list must not stop the decider answering: Envoy's ext_authz
  * timeout is 0.25 s, after which a request falls to `failurePolicy`. Selecting, parsing
- * and building half a million prefixes on the request thread blocked it for 150 ms and
- * more on this machine (three million: most of a second); the decider now does that in
- * its list worker, and the request thread only hands the view over and swaps the new
- * table in.
+ * and building half a million prefixes on the request thread blocked it for 160–215 ms
+ * on this machine (three million: most of a second); the decider now does that in its
+ * list worker, and the request thread only hands the view over and swaps the new table
+ * in.
  *
  * Measured with `monitorEventLoopDelay` from the moment the new version is delivered
- * until it is served. The bound, 60 ms, leaves room for a busy machine (garbage
- * collection, a neighbour on the cores) while staying far below what a build on the
- * request thread costs.
+ * until it is served, for a list of 1.5 million prefixes (about half a second of work on
+ * the request thread, more under load). The bound, 150 ms, leaves room for a loaded
+ * machine: with the worker, the longest stall seen was 9–60 ms on a quiet machine and
+ * up to 104 ms with a whole test suite running beside it (the cores are shared, so a
+ * stall also counts time this process was not scheduled).
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -29,9 +31,9 @@ import {
 import { BASE_SPEC, DeciderHarness, verdictOf, within } from './support/decider-harness.ts';
 
 /** Prefixes in the reloaded version: enough that building it takes well over the bound. */
-const PREFIXES = 500_000;
+const PREFIXES = 1_500_000;
 /** The longest the request thread may be blocked at once during the reload. */
-const MAX_STALL_MS = 60;
+const MAX_STALL_MS = 150;
 
 /**
  * The shards of list `proxies` holding `marker` and `count` IPv4 hosts two apart (so none

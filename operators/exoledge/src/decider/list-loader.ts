@@ -21,6 +21,16 @@
  * view the feed delivered, consistent in itself, and the worker's state (what an
  * incomplete list keeps serving) depends on applying views in order.
  *
+ * The worker is retired when idle: once a view is applied with every list complete (and
+ * none refused) and no other view comes for `RETIRE_AFTER_MS`, it is terminated, and with
+ * it its heap (its copy of the view, the parsed lists, what parsing left): some 80 MB
+ * with three million prefixes. Its state then follows from that view alone: each list
+ * serves the complete version selected, so the next view starts a new worker that is
+ * first sent that view (the feed's objects, kept here by reference, not copied) with
+ * what it served (`seed`), then the new view as a change from it. It costs a new
+ * worker's start, the whole view cloned again (in slices, as a first view) and parsed
+ * again, off this thread; none of that is on a request.
+ *
  * If the worker dies (it catches what a view throws, so this means out of memory or a
  * bug in Node), the table it last sent keeps answering, the death is reported, and a new
  * worker takes the next view, whole: it starts from nothing, so a list incomplete in
@@ -40,6 +50,12 @@ import type { ObservedConfigMap } from './shard-sets.ts';
  */
 export type LoaderRequest =
   | { readonly kind: 'put'; readonly configMaps: readonly ObservedConfigMap[] }
+  /** The view a retired worker last applied (with the last `put`s), and what it served: not answered. */
+  | {
+      readonly kind: 'seed';
+      readonly configMaps: readonly ObservedConfigMap[];
+      readonly serving: readonly ServedListInfo[];
+    }
   | {
       readonly kind: 'apply';
       readonly configMaps: readonly ObservedConfigMap[];
@@ -67,6 +83,13 @@ const WORKER_URL = new URL('./list-worker.ts', import.meta.url);
 /** Text sent to the worker per turn of the event loop: a few milliseconds of cloning. */
 export const CHUNK_CHARS = 2_000_000;
 const EMPTY_TABLE = PrefixTable.build([]);
+/** How long the worker stays after a view leaves every list complete, in case another comes. */
+export const RETIRE_AFTER_MS = 2_000;
+
+export interface ListLoaderOptions {
+  /** `RETIRE_AFTER_MS` by default. */
+  readonly retireAfterMs?: number;
+}
 
 export class ListLoader {
   readonly #onEvent: (event: LoaderEvent) => void;
@@ -83,9 +106,22 @@ export class ListLoader {
   /** The view the worker holds, by name: the objects sent, compared by reference. */
   #sent = new Map<string, ObservedConfigMap>();
   #idle: (() => void)[] = [];
+  readonly #retireAfterMs: number;
+  #retireTimer: NodeJS.Timeout | undefined;
+  /**
+   * What the retired worker served from `#sent`, its last view: a new worker is seeded
+   * with both. Undefined while a worker runs, or when none ran or the last one died.
+   */
+  #seed: readonly ServedListInfo[] | undefined;
 
-  constructor(onEvent: (event: LoaderEvent) => void) {
+  constructor(onEvent: (event: LoaderEvent) => void, options: ListLoaderOptions = {}) {
     this.#onEvent = onEvent;
+    this.#retireAfterMs = options.retireAfterMs ?? RETIRE_AFTER_MS;
+  }
+
+  /** Whether a worker runs now (for tests and metrics: it is retired when idle). */
+  get workerRunning(): boolean {
+    return this.#worker !== undefined;
   }
 
   /** The lists holding `address`, from the table served now. */
@@ -123,6 +159,7 @@ export class ListLoader {
   async close(): Promise<void> {
     this.#closed = true;
     this.#pending = undefined;
+    this.#cancelRetire();
     const worker = this.#worker;
     this.#worker = undefined;
     this.#busy = false;
@@ -135,12 +172,20 @@ export class ListLoader {
     const view = this.#pending;
     this.#pending = undefined;
     this.#busy = true;
+    this.#cancelRetire();
     void this.#post(this.#start(), view);
   }
 
   /** Sends `view` as the changes from the last one, in slices; the worker applies it at the end. */
   async #post(worker: Worker, view: readonly ObservedConfigMap[]): Promise<void> {
     const sent = this.#sent;
+    const seed = this.#seed;
+    this.#seed = undefined;
+    if (seed !== undefined) {
+      // A new worker, after a retired one: first the view that one last applied.
+      if (!(await this.#putAll(worker, [...sent.values()]))) return;
+      worker.postMessage({ kind: 'seed', configMaps: [], serving: seed } satisfies LoaderRequest);
+    }
     const next = new Map<string, ObservedConfigMap>();
     const changed: ObservedConfigMap[] = [];
     for (const cm of view) {
@@ -150,21 +195,31 @@ export class ListLoader {
     }
     const removed = [...sent.keys()].filter((name) => !next.has(name));
     this.#sent = next;
+    if (!(await this.#putAll(worker, changed))) return;
+    worker.postMessage({ kind: 'apply', configMaps: [], removed } satisfies LoaderRequest);
+  }
+
+  /**
+   * Sends `configMaps` as `put`s of about `CHUNK_CHARS`, a turn of the event loop after
+   * each; false if the worker died or the loader closed meanwhile (`#died` or `close`
+   * took over).
+   */
+  async #putAll(worker: Worker, configMaps: readonly ObservedConfigMap[]): Promise<boolean> {
     let slice: ObservedConfigMap[] = [];
     let chars = 0;
-    for (const cm of changed) {
+    for (const cm of configMaps) {
+      slice.push(cm);
+      chars += textLength(cm);
       if (chars >= CHUNK_CHARS) {
         worker.postMessage({ kind: 'put', configMaps: slice } satisfies LoaderRequest);
         slice = [];
         chars = 0;
         await nextTurn();
-        // The worker died or the loader closed meanwhile: `#died` or `close` took over.
-        if (this.#worker !== worker) return;
+        if (this.#worker !== worker) return false;
       }
-      slice.push(cm);
-      chars += textLength(cm);
     }
-    worker.postMessage({ kind: 'apply', configMaps: slice, removed } satisfies LoaderRequest);
+    if (slice.length > 0) worker.postMessage({ kind: 'put', configMaps: slice } satisfies LoaderRequest);
+    return true;
   }
 
   #start(): Worker {
@@ -189,6 +244,9 @@ export class ListLoader {
         this.#applied = true;
         this.#last = reply.outcome;
         this.#onEvent({ kind: 'applied', outcome: reply.outcome });
+        if (reply.outcome.incomplete.length === 0 && reply.outcome.parseProblems.length === 0) {
+          this.#scheduleRetire();
+        }
         break;
       case 'failed':
         this.#onEvent({ kind: 'failed', error: reply.error });
@@ -204,12 +262,39 @@ export class ListLoader {
     // `error` then `exit` come for one death: report it once.
     if (this.#closed || this.#worker !== worker) return;
     this.#worker = undefined;
+    this.#cancelRetire();
     // The next worker holds no view: it gets the next one whole.
     this.#sent = new Map();
+    this.#seed = undefined;
     this.#busy = false;
     this.#onEvent({ kind: 'failed', error });
     this.#send();
     this.#wake();
+  }
+
+  /**
+   * Retires the worker after `#retireAfterMs` unless a view comes first. Called when the
+   * view just applied (`#sent`) left every list complete and none refused: then what each
+   * list serves is the version selected from that view, and `seed` rebuilds it exactly.
+   */
+  #scheduleRetire(): void {
+    this.#cancelRetire();
+    const timer = setTimeout(() => {
+      this.#retireTimer = undefined;
+      const worker = this.#worker;
+      if (worker === undefined || this.#busy || this.#pending !== undefined || this.#closed) return;
+      this.#worker = undefined;
+      this.#seed = this.#served;
+      // `#died` ignores the exit: this worker is no longer `#worker`.
+      void worker.terminate();
+    }, this.#retireAfterMs);
+    timer.unref();
+    this.#retireTimer = timer;
+  }
+
+  #cancelRetire(): void {
+    if (this.#retireTimer !== undefined) clearTimeout(this.#retireTimer);
+    this.#retireTimer = undefined;
   }
 
   #wake(): void {

@@ -10,6 +10,10 @@
  * whole view is kept here. Views are applied one at a time, in the order sent, so the worker's state (what each
  * list serves, kept while its list is incomplete) is exactly what one thread applying
  * every view would hold. A view that throws is reported and changes nothing.
+ *
+ * When every list is complete and nothing waits, the loader retires this thread (its
+ * heap goes with it); the next worker is first sent that last view with what it served
+ * (`seed`), which rebuilds the same state, then the new view.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -38,6 +42,18 @@ const view = new Map<string, ObservedConfigMap>();
 port.on('message', (request: LoaderRequest) => {
   for (const cm of request.configMaps) view.set(cm.name, cm);
   if (request.kind === 'put') return;
+  if (request.kind === 'seed') {
+    // The view a retired worker last applied, every list complete: applied here with what
+    // it served, so this thread's state is that worker's. Not answered: the request
+    // thread serves that table already.
+    try {
+      lists.apply([...view.values()], new Map(request.serving.map((s) => [s.name, s])));
+    } catch {
+      // It applied there, so it applies here; if not, the next view starts from nothing.
+    }
+    collect();
+    return;
+  }
   for (const name of request.removed) view.delete(name);
   let reply: LoaderReply;
   const transfer: ArrayBuffer[] = [];

@@ -93,9 +93,16 @@ export class ServedLists {
     }));
   }
 
-  /** Serves what `configMaps` select; see the module comment. */
-  apply(configMaps: readonly ObservedConfigMap[]): ApplyOutcome {
-    const serving = new Map<string, ServedVersion>();
+  /**
+   * Serves what `configMaps` select; see the module comment. `seed`, for a fresh instance
+   * only, is what another instance served from these very ConfigMaps, every list complete
+   * (`ListLoader` retires its worker then): it decides between complete versions as that
+   * instance's state did, so this one holds exactly what it held. Seeding builds no table
+   * (`table` stays empty): the request thread serves that instance's already; the next
+   * view that changes what is served builds one.
+   */
+  apply(configMaps: readonly ObservedConfigMap[], seed?: ReadonlyMap<string, ServedVersion>): ApplyOutcome {
+    const serving = new Map<string, ServedVersion>(seed ?? []);
     for (const [name, l] of this.#lists) serving.set(name, { fingerprint: l.fingerprint, kind: l.kind });
     const selection = selectShardSets(configMaps, { serving });
     const next = new Map<string, ServedList>();
@@ -136,7 +143,7 @@ export class ServedLists {
     }
     let rebuilt = false;
     let buildMs = 0;
-    if (!this.#applied || changed(this.#lists, next)) {
+    if (seed === undefined && (!this.#applied || changed(this.#lists, next))) {
       const started = performance.now();
       const table = PrefixTable.build(
         [...next].map(([name, l]) => ({ name, kind: l.kind, prefixes: l.prefixes })),
