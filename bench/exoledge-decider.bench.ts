@@ -107,6 +107,7 @@ import {
 import { resolveSpec } from '../operators/exoledge/src/domain/blocklist-source/spec.ts';
 import { VerdictReason } from '../operators/exoledge/src/domain/decider/verdict.ts';
 import { VERDICT_TIMEOUT } from '../operators/exoledge/src/domain/edge-site/filters.ts';
+import { random32 } from '../operators/exoledge/src/sample/random32.ts';
 import { BASE_SPEC } from '../operators/exoledge/test/support/decider-harness.ts';
 import { type FromServer, isMessage, type Memory, type ToServer } from './support/exoledge-decider-server.ts';
 
@@ -134,18 +135,6 @@ const SERVER = join(import.meta.dirname, 'support/exoledge-decider-server.ts');
 
 const MB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** mulberry32: a seeded stream of 32-bit values, so the same seed makes the same lists. */
-function random32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 /** A public-looking first octet: 1 to 223, not 10, 127, nor 192 (the allowlist's 192.0.2.0/24 is there). */
 function firstOctet(next: () => number): number {

@@ -5,17 +5,12 @@
  * that merge into /22s, duplicates, lone addresses, host bits, comments in both styles,
  * CRLF, and malformed lines that are refused, never guessed.
  */
+import { random32 } from './random32.ts';
 
-/** A small deterministic generator (mulberry32), so the sample is the same on every run. */
+/** A deterministic generator of [0, 1), so the sample is the same on every run. */
 function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = random32(seed);
+  return () => next() / 4294967296;
 }
 
 export function sampleList(seed = 6): string {
