@@ -10,7 +10,8 @@
  * 1. throughput: verdicts per second, the median of `--rounds` runs of `--duration` s
  *    alternating with the bare server's, at least 0.7 times the bare server's median;
  * 2. latency: p99 under 2 ms with the load at half the decider's measured maximum;
- * 3. memory: the decider's resident set (RSS) after those loads under 300 MB;
+ * 3. memory: the decider's resident set (RSS) under 300 MB after those loads, and again
+ *    once a reload (4.) has settled;
  * 4. reload under load: during a run at full rate a new version of the 3M list (1% of its
  *    prefixes replaced: another fingerprint) is published shard by shard through the
  *    feed; the decider must serve it (addresses leaving the list and addresses joining it
@@ -55,44 +56,59 @@
  * How it runs:
  * - the decider and the bare server each in a child process (the decider's memory is
  *   then its own: it reports `process.memoryUsage()` over IPC, and its peak RSS sampled
- *   every 100 ms), never both under load at once;
- * - the load generator is autocannon, in this process: `--connections` (10)
- *   connections, pipelining 1, and a warm-up run of `--warmup` s per server first. On two
- *   cores autocannon takes one and the server the other: a server that costs little
- *   more than the bare one is already the slower side, and then pays for waking the
- *   client on every answer as well (a bare server made to spin 5 µs a request gets a
- *   ratio of 0.6 to 0.7 here), so read the CPU per request beside the ratio;
- * - autocannon's rate limit (`overallRate`) sends each connection's share of a second
- *   back to back, then waits for the next second: "half load" is half of each second at
- *   full concurrency and half idle, so its p99 is that of bursts of 10 concurrent
- *   requests, stricter than an evenly paced half load (with 50 connections the decider's
- *   p99 was 3.8 ms here, queueing within the bursts). Latencies come from
- *   autocannon's `response` events (every response, 403s included, to the microsecond),
- *   not its histogram, which rounds to 1 ms and, under a rate, adds coordinated-omission
- *   samples computed from a 1 ms interval;
+ *   every 100 ms), never both under load at once; the decider with the Node options its
+ *   Deployment sets (`DECIDER_NODE_OPTIONS`) and jemalloc preloaded, as its image runs it
+ *   (`--malloc glibc` for glibc's allocator; see `jemallocPath`);
+ * - this process and its load generators pinned to core 0, the servers to core 1
+ *   (`taskset`), when there are two cores: unpinned, the scheduler sometimes runs client
+ *   and server on one core for part of a run, and one server's rate doubled or halved
+ *   from run to run here;
+ * - phase 1, the maximum rate, is driven by wrk (Debian's, installed when missing and
+ *   running as root; `support/wrk.ts`), `--connections` connections, one thread, a
+ *   warm-up run of `--warmup` s per server first. Node's autocannon costs more CPU per
+ *   request than the bare server spends answering it: pinned to its core it tops out
+ *   near 28,000 requests a second, where the bare server is 75% busy, and the "ratio"
+ *   then compares two servers waiting for the same client (1.08 here: meaningless).
+ *   wrk needs a third of a core for what saturates either server, so each rate is the
+ *   server's own;
+ * - phases 2 and 4 are driven by autocannon, in this process, for what wrk does not
+ *   give: a fixed rate (`overallRate`), and every response's latency and status.
+ *   Autocannon's rate limit sends each connection's share of a second back to back,
+ *   then waits for the next second: "half load" is half of each second at full
+ *   concurrency and half idle, so its p99 is that of bursts of 10 concurrent requests,
+ *   stricter than an evenly paced half load. Latencies come from autocannon's
+ *   `response` events (every response, 403s included, to the microsecond), not its
+ *   histogram, which rounds to 1 ms and, under a rate, adds coordinated-omission samples
+ *   computed from a 1 ms interval;
  * - the reload: the new version is first handed to the decider's process (IPC, not
  *   measured), then `--reload-after` s into a `--reload-duration` s run written shard by
  *   shard over `--rollout-ms` as the publisher rewrites shards in place, each write a
  *   view delivered at once as a watch event would be. The decider keeps the old version
- *   until the new one is complete, then selects, parses and builds the new table on its
- *   event loop, where requests wait: the bench prints that stall, the table build's share
- *   (from the decider's own metric), and how many requests an open-loop gateway would
- *   have sent during it (a closed-loop generator has only `--connections` waiting).
+ *   until the new one is complete; its list worker selects, parses and builds the new
+ *   table off the request thread, which only swaps it in. The bench prints the event
+ *   loop's stall at the last write, the build's time (from the decider's own metric),
+ *   and the RSS at the reload's peak, right after it, and every second at rest for
+ *   `--settle` s (20) as the list worker retires (`RETIRE_AFTER_MS`) and V8 collects the
+ *   old version: the memory target applies to the decider at rest after its first load
+ *   and after a reload alike.
  *
  * Run: `npm run bench:exoledge-decider [-- --connections 10 --duration 10 --rounds 3]`;
+ * `--malloc glibc` runs the decider on glibc's allocator;
  * `--cpu-prof DIR` writes both servers' V8 CPU profiles there; `DECIDER_BENCH_LOG=info`
  * shows the decider's log (on stderr).
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ensureDebianPackages } from '@operators/controlplane/testing';
 import { parseDurationMs } from '@operators/kit';
 import autocannon from 'autocannon';
 import { type BlocklistSourceSpec, ListKind } from '../operators/exoledge/src/api/blocklist-source.ts';
 import { type EdgeSiteSpec, Posture } from '../operators/exoledge/src/api/edge-site.ts';
+import { RETIRE_AFTER_MS } from '../operators/exoledge/src/decider/list-loader.ts';
 import { PrefixTable } from '../operators/exoledge/src/decider/prefix-table.ts';
 import type { ObservedConfigMap } from '../operators/exoledge/src/decider/shard-sets.ts';
 import { merge, type PrefixList, prefixCount } from '../operators/exoledge/src/domain/blocklist/index.ts';
@@ -106,10 +122,12 @@ import {
 } from '../operators/exoledge/src/domain/blocklist-source/publication.ts';
 import { resolveSpec } from '../operators/exoledge/src/domain/blocklist-source/spec.ts';
 import { VerdictReason } from '../operators/exoledge/src/domain/decider/verdict.ts';
+import { DECIDER_NODE_OPTIONS } from '../operators/exoledge/src/domain/edge-site/decider.ts';
 import { VERDICT_TIMEOUT } from '../operators/exoledge/src/domain/edge-site/filters.ts';
 import { random32 } from '../operators/exoledge/src/sample/random32.ts';
 import { BASE_SPEC } from '../operators/exoledge/test/support/decider-harness.ts';
 import { type FromServer, isMessage, type Memory, type ToServer } from './support/exoledge-decider-server.ts';
+import { type WrkRequest, type WrkResult, wrk } from './support/wrk.ts';
 
 /** The issue's targets. */
 const TARGET = { ratio: 0.7, p99Ms: 2, rssMb: 300 } as const;
@@ -282,17 +300,25 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-interface LoadResult {
+/** What every measured run reports: the server's CPU and the neighbours'. */
+interface Measured {
+  readonly responses: number;
+  readonly seconds: number;
+  /** CPU the server process used during the run. */
+  readonly serverCpuMs: number;
+  /** CPU other processes than the server and this one (with its load generator) used during the run, when the system tells. */
+  readonly othersCpuMs: number | undefined;
+}
+
+interface LoadResult extends Measured {
   readonly result: autocannon.Result;
   /** Every response's latency in ms, sorted. */
   readonly latencies: Float64Array;
   /** Responses by status code. */
   readonly statuses: ReadonlyMap<number, number>;
-  /** CPU the server process used during the run. */
-  readonly serverCpuMs: number;
-  /** CPU other processes than the server and this one used during the run, when the system tells. */
-  readonly othersCpuMs: number | undefined;
 }
+
+interface SaturateResult extends Measured, WrkResult {}
 
 interface LoadOptions {
   readonly server: ChildProcess;
@@ -304,25 +330,63 @@ interface LoadOptions {
 }
 
 /** Every measured run, for the summary's word on the neighbours. */
-const runs: LoadResult[] = [];
+const runs: Measured[] = [];
 
-/** One autocannon run; every response's latency and status kept, the server's CPU time and the neighbours'. */
-async function load(options: LoadOptions): Promise<LoadResult> {
-  const before = await memoryOf(options.server);
+/** `run` with the server's CPU time and the neighbours' measured around it. */
+async function measured<T extends { responses: number; seconds: number }>(
+  server: ChildProcess,
+  run: () => Promise<T>,
+): Promise<T & Measured> {
+  const before = await memoryOf(server);
   const machineBefore = machineBusyMs();
-  const ownBefore = process.cpuUsage();
-  const run = await cannon(options);
-  const own = process.cpuUsage(ownBefore);
+  const ownBefore = ownCpuMs();
+  const value = await run();
+  const own = ownCpuMs() - ownBefore;
   const machineAfter = machineBusyMs();
-  const after = await memoryOf(options.server);
+  const after = await memoryOf(server);
   const serverCpuMs = after.cpuMs - before.cpuMs;
   const othersCpuMs =
     machineBefore === undefined || machineAfter === undefined
       ? undefined
-      : Math.max(0, machineAfter - machineBefore - serverCpuMs - (own.user + own.system) / 1000);
-  const result = { ...run, serverCpuMs, othersCpuMs };
+      : Math.max(0, machineAfter - machineBefore - serverCpuMs - own);
+  const result = { ...value, serverCpuMs, othersCpuMs };
   runs.push(result);
   return result;
+}
+
+/** One autocannon run; every response's latency and status kept. */
+function load(options: LoadOptions): Promise<LoadResult> {
+  return measured(options.server, async () => {
+    const run = await cannon(options);
+    return { ...run, responses: run.latencies.length, seconds: run.result.duration };
+  });
+}
+
+/** One wrk run at the maximum rate (`support/wrk.ts`). */
+function saturate(
+  server: ChildProcess,
+  options: { url: string; connections: number; seconds: number; requests: readonly WrkRequest[] },
+): Promise<SaturateResult> {
+  return measured(server, () => wrk(options));
+}
+
+/**
+ * CPU time of this process and of its children that have ended (wrk runs), in ms: the
+ * load generator's share of a run. The servers are children too, but still running, so
+ * not in the children's count until they exit.
+ */
+function ownCpuMs(): number {
+  const self = process.cpuUsage();
+  let children = 0;
+  try {
+    // /proc/self/stat: the fields after the command's closing parenthesis; cutime and cstime are the 14th and 15th.
+    const stat = readFileSync('/proc/self/stat', 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    children = (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    // No /proc: the children's time is unknown, and counted as the neighbours'.
+  }
+  return (self.user + self.system) / 1000 + (Number.isFinite(children) ? children : 0);
 }
 
 /**
@@ -345,7 +409,7 @@ function machineBusyMs(): number | undefined {
   return (ticks.reduce((a, b) => a + b, 0) - idle) * 10;
 }
 
-function cannon(options: LoadOptions): Promise<Omit<LoadResult, 'serverCpuMs' | 'othersCpuMs'>> {
+function cannon(options: LoadOptions): Promise<Pick<LoadResult, 'result' | 'latencies' | 'statuses'>> {
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
   return new Promise((resolve, reject) => {
@@ -375,25 +439,29 @@ function cannon(options: LoadOptions): Promise<Omit<LoadResult, 'serverCpuMs' | 
 }
 
 /** Requests per second of a run: responses over its duration. */
-function rate(r: LoadResult): number {
-  return r.latencies.length / r.result.duration;
+function rate(r: Measured): number {
+  return r.responses / r.seconds;
 }
 
-/** The server's CPU time per response, in microseconds, and how busy it kept its core. */
-function cpu(r: LoadResult): string {
-  const perRequest = (r.serverCpuMs * 1000) / Math.max(1, r.latencies.length);
-  const busy = r.serverCpuMs / (r.result.duration * 1000);
+/** The server's CPU time per response, in microseconds. */
+function cpuPerRequest(r: Measured): number {
+  return (r.serverCpuMs * 1000) / Math.max(1, r.responses);
+}
+
+/** The server's CPU time per response, and how busy it kept its core. */
+function cpu(r: Measured): string {
+  const busy = r.serverCpuMs / (r.seconds * 1000);
   const others = r.othersCpuMs === undefined ? '' : `; others ${(neighbours(r) * 100).toFixed(0)}% of a core`;
-  return `${perRequest.toFixed(1)} µs CPU/req, ${(busy * 100).toFixed(0)}% busy${others}`;
+  return `${cpuPerRequest(r).toFixed(1)} µs CPU/req, ${(busy * 100).toFixed(0)}% busy${others}`;
 }
 
 /** What other processes took during a run, in cores (0.25: a quarter of one core). */
-function neighbours(r: LoadResult): number {
-  return (r.othersCpuMs ?? 0) / (r.result.duration * 1000);
+function neighbours(r: Measured): number {
+  return (r.othersCpuMs ?? 0) / (r.seconds * 1000);
 }
 
 /** Responses of a run that are neither 200 nor 403. */
-function unexpected(r: LoadResult): number {
+function unexpected(r: { readonly statuses: ReadonlyMap<number, number> }): number {
   let n = 0;
   for (const [code, c] of r.statuses) if (code !== 200 && code !== 403) n += c;
   return n;
@@ -403,17 +471,57 @@ function unexpected(r: LoadResult): number {
  * A server process in `role`, talking over IPC with structured clone (shard texts go as
  * strings); with `profileDir`, it writes a V8 CPU profile there when it exits.
  */
-function child(role: 'decider' | 'bare', profileDir: string | undefined): ChildProcess {
+/**
+ * Where Debian's libjemalloc2 puts the library on this machine's architecture. The
+ * decider's image preloads it (`LD_PRELOAD`) and the bench runs the decider the same way
+ * unless `--malloc glibc`: glibc's allocator keeps what the list worker's thread arenas
+ * held after a reload (measured: 404 MB at rest 20 s after a reload with glibc, 285 MB
+ * with jemalloc, which returns freed pages after a few seconds).
+ */
+function jemallocPath(): string {
+  const multiarch = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
+  return `/usr/lib/${multiarch}/libjemalloc.so.2`;
+}
+
+function child(
+  role: 'decider' | 'bare',
+  profileDir: string | undefined,
+  malloc: 'jemalloc' | 'glibc' = 'glibc',
+): ChildProcess {
   return fork(SERVER, [role], {
     execArgv: [
       ...process.execArgv,
+      // The decider runs with the options its Deployment gives it (`NODE_OPTIONS` there).
+      ...(role === 'decider' ? DECIDER_NODE_OPTIONS.split(' ') : []),
       ...(profileDir === undefined
         ? []
         : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${role}.cpuprofile`]),
     ],
+    env: malloc === 'jemalloc' ? { ...process.env, LD_PRELOAD: jemallocPath() } : process.env,
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+}
+
+/**
+ * Pins this process (the load generator) to the first core and the servers to the
+ * second, every thread, when there are two cores or more and `taskset` (util-linux) is
+ * there. Unpinned, the scheduler now and then puts the client and the server on the same
+ * core for part of a run, and the same server measures 15,000 or 30,000 requests a
+ * second from one run to the next; pinned, runs agree within a few percent. What it
+ * says is printed.
+ */
+function pinCores(servers: readonly ChildProcess[]): string {
+  if (availableParallelism() < 2) return 'not pinned: one core';
+  const pin = (pid: number | undefined, core: number): string | undefined => {
+    const r = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { encoding: 'utf8' });
+    if (r.error) return `taskset: ${r.error.message}`;
+    return r.status === 0 ? undefined : `taskset: ${r.stderr.trim()}`;
+  };
+  const problems = [pin(process.pid, 0), ...servers.map((c) => pin(c.pid, 1))].filter((p) => p !== undefined);
+  return problems.length === 0
+    ? 'load generator pinned to core 0, servers to core 1 (taskset)'
+    : `not pinned (${problems[0]})`;
 }
 
 /** The next message of `type` from `c`. */
@@ -480,6 +588,8 @@ async function parent(): Promise<number> {
       seed: { type: 'string', default: '20240611' },
       'reload-duration': { type: 'string', default: '15' },
       'reload-after': { type: 'string', default: '3' },
+      settle: { type: 'string', default: '20' },
+      malloc: { type: 'string', default: 'jemalloc' },
       'rollout-ms': { type: 'string', default: '3000' },
       'cpu-prof': { type: 'string' },
     },
@@ -493,11 +603,15 @@ async function parent(): Promise<number> {
   const reloadSeconds = Number(values['reload-duration']);
   const reloadAfter = Number(values['reload-after']);
   const rolloutMs = Number(values['rollout-ms']);
+  const settleSeconds = Number(values.settle);
+  const malloc = values.malloc === 'glibc' ? 'glibc' : 'jemalloc';
   const out = (s: string): boolean => process.stdout.write(s);
+  await ensureDebianPackages(malloc === 'jemalloc' ? ['wrk', 'libjemalloc2'] : ['wrk']);
 
   out(
     `exoledge decider under HTTP load: ${total} Presumed prefixes, no Valkey; node ${process.version}, ` +
-      `autocannon, ${connections} connections, pipelining 1\n` +
+      `${connections} connections (wrk at the maximum rate, autocannon otherwise), pipelining 1; ` +
+      `the decider's allocator: ${malloc === 'jemalloc' ? `jemalloc (LD_PRELOAD ${jemallocPath()}, as its image runs it)` : "glibc's malloc"}\n` +
       `  load average at start ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')} (2 cores; the machine may be shared)\n`,
@@ -587,6 +701,11 @@ async function parent(): Promise<number> {
       'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
     },
   }));
+  const wrkRequests: WrkRequest[] = requests.map((r) => ({
+    method: r.method ?? 'GET',
+    path: r.path ?? '/',
+    headers: (r.headers ?? {}) as Record<string, string>,
+  }));
   // Addresses whose verdict the reload flips: out of the list after it, and into it.
   const leaving: string[] = [];
   for (const i of dropped) {
@@ -602,8 +721,9 @@ async function parent(): Promise<number> {
   }
 
   const bare = child('bare', values['cpu-prof']);
-  const decider = child('decider', values['cpu-prof']);
+  const decider = child('decider', values['cpu-prof'], malloc);
   const children = [bare, decider];
+  out(`cores: ${pinCores(children)}\n`);
   // Listening now: a message nobody waits for is lost.
   const bareListening = reply(bare, 'listening');
   const deciderStarted = reply(decider, 'started');
@@ -660,25 +780,25 @@ async function parent(): Promise<number> {
 
     // 1. Maximum throughput, alternating.
     out(`\nphase 1: maximum rate, ${rounds} rounds of ${seconds} s each after a ${warmup} s warm-up\n`);
-    const onBare = { server: bare, url: bareUrl, connections, requests };
-    const onDecider = { server: decider, url: deciderUrl, connections, requests };
-    await load({ ...onBare, seconds: warmup });
-    await load({ ...onDecider, seconds: warmup });
+    const onBare = { url: bareUrl, connections, requests: wrkRequests };
+    const onDecider = { url: deciderUrl, connections, requests: wrkRequests };
+    await saturate(bare, { ...onBare, seconds: warmup });
+    await saturate(decider, { ...onDecider, seconds: warmup });
     const bareRates: number[] = [];
     const deciderRates: number[] = [];
     const bareCpu: number[] = [];
     const deciderCpu: number[] = [];
     for (let r = 0; r < rounds; r++) {
-      const b = await load({ ...onBare, seconds });
-      const d = await load({ ...onDecider, seconds });
+      const b = await saturate(bare, { ...onBare, seconds });
+      const d = await saturate(decider, { ...onDecider, seconds });
       bareRates.push(rate(b));
       deciderRates.push(rate(d));
-      bareCpu.push((b.serverCpuMs * 1000) / b.latencies.length);
-      deciderCpu.push((d.serverCpuMs * 1000) / d.latencies.length);
-      const bad = unexpected(b) + unexpected(d) + b.result.errors + d.result.errors;
+      bareCpu.push(cpuPerRequest(b));
+      deciderCpu.push(cpuPerRequest(d));
+      const bad = unexpected(b) + unexpected(d) + b.socketErrors + d.socketErrors;
       out(
-        `  round ${r + 1}: bare ${rate(b).toFixed(0)} req/s (p99 ${percentile(b.latencies, 0.99).toFixed(2)} ms, ${cpu(b)}); ` +
-          `decider ${rate(d).toFixed(0)} req/s (p99 ${percentile(d.latencies, 0.99).toFixed(2)} ms, ${cpu(d)})` +
+        `  round ${r + 1}: bare ${rate(b).toFixed(0)} req/s (p99 ${b.p99Ms.toFixed(2)} ms, ${cpu(b)}); ` +
+          `decider ${rate(d).toFixed(0)} req/s (p99 ${d.p99Ms.toFixed(2)} ms, ${cpu(d)})` +
           `${bad > 0 ? `; ${bad} failed requests` : ''}\n`,
       );
       if (bad > 0) failures++;
@@ -690,7 +810,14 @@ async function parent(): Promise<number> {
     // 2. Half the decider's maximum.
     const halfRate = Math.round(deciderRate / 2);
     out(`phase 2: decider at ${halfRate} req/s (half its maximum), ${seconds} s\n`);
-    const half = await load({ ...onDecider, seconds, overallRate: halfRate });
+    const half = await load({
+      server: decider,
+      url: deciderUrl,
+      connections,
+      requests,
+      seconds,
+      overallRate: halfRate,
+    });
     const halfP99 = percentile(half.latencies, 0.99);
     out(
       `  ${rate(half).toFixed(0)} req/s served; latency p50 ${percentile(half.latencies, 0.5).toFixed(3)} ms, ` +
@@ -723,7 +850,13 @@ async function parent(): Promise<number> {
         `${after.configMaps.length} shards are written one by one over ${rolloutMs} ms\n`,
     );
     const buildsBefore = await tableBuilds(deciderUrl);
-    const reloadRun = load({ ...onDecider, seconds: reloadSeconds });
+    const reloadRun = load({
+      server: decider,
+      url: deciderUrl,
+      connections,
+      requests,
+      seconds: reloadSeconds,
+    });
     const runStart = performance.now();
     await sleep(reloadAfter * 1000);
     const rollStart = performance.now();
@@ -747,6 +880,15 @@ async function parent(): Promise<number> {
     const rollout = await rolled;
     const reloadMemory = await memoryOf(decider);
     const buildsAfter = await tableBuilds(deciderUrl);
+    // The list worker goes once idle for RETIRE_AFTER_MS (its heap with it); V8 and malloc
+    // give the rest back lazily. Sampled every second: what stays is the steady state.
+    const settling: { s: number; rssMb: number }[] = [];
+    const settleStart = performance.now();
+    for (let i = 1; i <= settleSeconds; i++) {
+      await sleep(Math.max(0, settleStart + i * 1000 - performance.now()));
+      settling.push({ s: i, rssMb: (await memoryOf(decider)).rssMb });
+    }
+    const settled = await memoryOf(decider);
     const reloadFailed = unexpected(reload) + reload.result.errors + reload.result.timeouts;
     const flipS = flippedAt === undefined ? undefined : (flippedAt - rollStart) / 1000;
     // Envoy gives up on a verdict after this long and applies failurePolicy: a failed request there.
@@ -769,7 +911,12 @@ async function parent(): Promise<number> {
         `  latency p99 ${percentile(reload.latencies, 0.99).toFixed(2)} ms, max ` +
         `${(reload.latencies.at(-1) ?? 0).toFixed(0)} ms; ${tooSlow} responses slower than the gateway's ext_authz ` +
         `timeout (${VERDICT_TIMEOUT}), which Envoy would have decided by failurePolicy; ` +
-        `decider RSS peak during the reload ${reloadMemory.peakRssMb.toFixed(0)} MB, after it ${reloadMemory.rssMb.toFixed(0)} MB\n` +
+        `decider RSS peak during the reload ${reloadMemory.peakRssMb.toFixed(0)} MB, after it ${reloadMemory.rssMb.toFixed(0)} MB, ` +
+        `then at rest ${settling
+          .filter((x) => x.s % 5 === 0 || x.s === settleSeconds)
+          .map((x) => `+${x.s} s ${x.rssMb.toFixed(0)}`)
+          .join(', ')} MB (the list worker retires at +${RETIRE_AFTER_MS / 1000} s; at the end ` +
+        `V8 heap ${settled.heapUsedMb.toFixed(0)} MB used of ${settled.heapTotalMb.toFixed(0)} MB, external ${settled.externalMb.toFixed(0)} MB)\n` +
         // Autocannon has only `connections` requests waiting through a stall; a gateway keeps sending.
         `  an open-loop gateway at half load (${halfRate} req/s) sends about ` +
         `${Math.round((halfRate * rollout.lastWriteMs) / 1000)} requests during that ${rollout.lastWriteMs.toFixed(0)} ms stall, ` +
@@ -783,6 +930,7 @@ async function parent(): Promise<number> {
     const ratioOk = ratio >= TARGET.ratio;
     const p99Ok = halfP99 < TARGET.p99Ms;
     const rssOk = afterLoad.rssMb < TARGET.rssMb;
+    const settledOk = settled.rssMb < TARGET.rssMb;
     out(
       `\n| measure | bare node:http | decider | target | |\n|---|---|---|---|---|\n` +
         `| req/s, median of ${rounds} × ${seconds} s | ${bareRate.toFixed(0)} | ${deciderRate.toFixed(0)} | ` +
@@ -792,6 +940,7 @@ async function parent(): Promise<number> {
         `| p99 at ${halfRate} req/s | — | ${halfP99.toFixed(3)} ms | < ${TARGET.p99Ms} ms | ${verdict(p99Ok)} |\n` +
         `| RSS after the load | ${bareMemory.rssMb.toFixed(0)} MB | ${afterLoad.rssMb.toFixed(0)} MB | ` +
         `< ${TARGET.rssMb} MB | ${verdict(rssOk)} |\n` +
+        `| RSS ${settleSeconds} s after the reload, at rest | — | ${settled.rssMb.toFixed(0)} MB | < ${TARGET.rssMb} MB | ${verdict(settledOk)} |\n` +
         `| reload under load | — | ${reloadFailed} failed of ${reload.latencies.length}, ` +
         `served after ${flipS === undefined ? '—' : `${flipS.toFixed(2)} s`} | 0 failed, served | ${verdict(reloadOk)} |\n` +
         `| reload: answers within the gateway's ${VERDICT_TIMEOUT} | — | ${tooSlow} slower | 0 slower | ${verdict(gatewayOk)} |\n` +
@@ -812,6 +961,8 @@ async function parent(): Promise<number> {
         halfRate,
         halfP99Ms: halfP99,
         rssMb: afterLoad.rssMb,
+        settledRssMb: settled.rssMb,
+        settlingRssMb: settling.map((x) => Number(x.rssMb.toFixed(1))),
         neighboursCores: runs.map((r) => Number(neighbours(r).toFixed(3))),
         reload: {
           failed: reloadFailed,
@@ -826,6 +977,7 @@ async function parent(): Promise<number> {
     if (!ratioOk) failures++;
     if (!p99Ok) failures++;
     if (!rssOk) failures++;
+    if (!settledOk) failures++;
     if (!reloadOk) failures++;
     if (!gatewayOk) failures++;
   } finally {

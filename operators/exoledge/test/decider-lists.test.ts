@@ -5,6 +5,7 @@
  * the same feed); no Valkey: these verdicts do not depend on state.
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { describe, it } from 'node:test';
 import { ListKind } from '../src/api/blocklist-source.ts';
 import { Posture } from '../src/api/edge-site.ts';
@@ -76,6 +77,38 @@ describe('decider: verdicts for the lists it serves', () => {
     assert.deepEqual(await ext('45.0.0.1'), { status: 403, verdict: 'drop', reason: null });
     const metrics = await (await fetch(`${d.url}/metrics`)).text();
     assert.match(metrics, /exoledge_decider_verdicts_total\{verdict="drop",reason="CertainListed"\} 1/);
+  });
+
+  it('answers every ext_authz path with a verdict: a client path with dot segments never reaches /metrics or /healthz', async (t) => {
+    const h = await DeciderHarness.create(t);
+    await h.writeSpec(BASE_SPEC);
+    h.publish(SCANNERS);
+    const d = await h.start();
+    // Raw paths, as Envoy forwards them when path normalisation is off; fetch() would resolve them first.
+    const raw = (path: string): Promise<{ status: number; verdict: string | undefined }> =>
+      new Promise((resolve, reject) => {
+        const { hostname, port } = new URL(d.url);
+        // `path` as an option goes out as written; in a URL string it would be resolved first.
+        const headers = { 'x-envoy-external-address': '45.0.0.1' };
+        const req = request({ hostname, port, path, headers }, (res) => {
+          res.resume();
+          res.on('end', () => {
+            const v = res.headers['x-exoledge-verdict'];
+            resolve({ status: res.statusCode ?? 0, verdict: typeof v === 'string' ? v : undefined });
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const path of [
+      '/v1/verdict/../../metrics',
+      '/v1/verdict/%2e%2e/%2e%2e/healthz',
+      '/v1/verdict/./../readyz',
+      '/v1/verdict//healthz?x=1',
+    ]) {
+      // A Certain-listed client: a 200 from another endpoint would let it through.
+      assert.deepEqual(await raw(path), { status: 403, verdict: 'drop' }, path);
+    }
   });
 
   it('serves only the Presumed lists the site selects, and every Certain list', async (t) => {

@@ -104,7 +104,10 @@ function edgesOf(lists: readonly ModelList[], family: Family): bigint[] {
       // An IPv6 prefix in the mapped range is probed as the IPv4 host it is.
       const start = BigInt(p.address);
       const end = start + (1n << (BITS[p.family] - BigInt(p.length))) - 1n;
-      for (const a of [start - 1n, start, end, end + 1n]) {
+      // And the /16 boundaries around them: an IPv4 lookup searches only its /16's positions.
+      const bucket = (x: bigint): bigint => x & ~0xffffn;
+      const near = [bucket(start) - 1n, bucket(start), bucket(end) + 0xffffn, bucket(end) + 0x10000n];
+      for (const a of [start - 1n, start, end, end + 1n, ...near]) {
         if (p.family === family && a >= 0n && a <= MAX[family]) out.add(a);
         if (p.family === 'ipv6' && family === 'ipv4' && a >> 32n === 0xffffn) out.add(a & 0xffffffffn);
       }
@@ -361,6 +364,18 @@ describe('PrefixTable: named cases', () => {
     assert.equal(table.lookup('2001:db8::1').outcome, 'unlisted');
     const empty = PrefixTable.build([{ name: 'a', kind: Kinds.Certain, prefixes: prefixListOf([]) }]);
     assert.equal(empty.lookup('0.0.0.0').outcome, 'unlisted');
+  });
+
+  it('a released table frees its arrays at once and refuses lookups instead of answering wrong', () => {
+    const table = tableOf([{ name: 'a', kind: Kinds.Certain, prefixes: [v4('10.0.0.0/8'), v6('2001:db8::/32')] }]);
+    const parts = table.parts;
+    assert.equal(table.lookup('10.1.2.3').outcome, 'listed');
+    table.release();
+    for (const a of [parts.v4Positions, parts.v4Index, parts.v4Sets, parts.v6Positions, parts.v6Sets]) {
+      assert.equal(a.byteLength, 0, 'a detached array');
+    }
+    assert.throws(() => table.lookup('10.1.2.3'), /released/);
+    assert.throws(() => table.lookup('2001:db8::1'), /released/);
   });
 
   it('a list given twice is refused at build, naming it', () => {

@@ -238,8 +238,13 @@ export class ListLoader {
     this.#busy = false;
     switch (reply.kind) {
       case 'applied':
-        // The swap: one assignment, of a table already whole.
-        if (reply.parts !== undefined) this.#table = PrefixTable.fromParts(reply.parts);
+        // The swap: one assignment, of a table already whole. Lookups are synchronous, so
+        // none is running on the old table: its arrays can go at once.
+        if (reply.parts !== undefined) {
+          const old = this.#table;
+          this.#table = PrefixTable.fromParts(reply.parts);
+          if (old !== EMPTY_TABLE) old.release();
+        }
         this.#served = reply.served;
         this.#applied = true;
         this.#last = reply.outcome;

@@ -62,7 +62,7 @@ port.on('message', (request: LoaderRequest) => {
     if (outcome.rebuilt) {
       // The table's arrays leave with the reply; this thread never looks anything up.
       const parts = lists.table.parts;
-      for (const a of [parts.v4Positions, parts.v4Sets, parts.v6Positions, parts.v6Sets]) {
+      for (const a of [parts.v4Positions, parts.v4Index, parts.v4Sets, parts.v6Positions, parts.v6Sets]) {
         transfer.push(a.buffer as ArrayBuffer);
       }
       reply = { kind: 'applied', outcome, served: lists.served, parts };

@@ -15,6 +15,12 @@
  *   that holds the ids (one byte while there are at most 256 distinct sets).
  * - `results`: for every set id, the frozen answer, built once; a lookup returns it as is.
  *
+ * - `v4Index`: for every value of an IPv4 address's top 16 bits, the number of positions
+ *   below that /16 (65,537 words, 256 kB). An IPv4 lookup searches only the positions of
+ *   its /16 (and the one before them): with three million ranges, about 45 positions in
+ *   a cache line or two instead of 23 MB, where a plain binary search took a dozen cache
+ *   and TLB misses, several microseconds a verdict.
+ *
  * One list of N disjoint, non-touching ranges gives 2N positions: 10 bytes a range for
  * IPv4 (a 4-byte position and a 1-byte id, twice), 34 for IPv6. A lookup is one binary
  * search over the positions, whatever the number of lists.
@@ -173,6 +179,7 @@ type SetIds = Uint8Array | Uint16Array | Uint32Array;
  */
 export interface TableParts {
   readonly v4Positions: Uint32Array;
+  readonly v4Index: Uint32Array;
   readonly v4Sets: SetIds;
   readonly v6Positions: Uint32Array;
   readonly v6Sets: SetIds;
@@ -183,19 +190,22 @@ export interface TableParts {
 /** An immutable lookup of client addresses in published lists; see the module comment. */
 export class PrefixTable {
   readonly #v4Positions: Uint32Array;
+  readonly #v4Index: Uint32Array;
   readonly #v4Sets: SetIds;
   readonly #v6Positions: Uint32Array;
   readonly #v6Sets: SetIds;
   readonly #results: readonly Lookup[];
   readonly #lists: readonly ListRef[];
+  #released = false;
 
   private constructor(
-    v4: { positions: Uint32Array; sets: SetIds },
+    v4: { positions: Uint32Array; index: Uint32Array; sets: SetIds },
     v6: { positions: Uint32Array; sets: SetIds },
     results: readonly Lookup[],
     lists: readonly ListRef[],
   ) {
     this.#v4Positions = v4.positions;
+    this.#v4Index = v4.index;
     this.#v4Sets = v4.sets;
     this.#v6Positions = v6.positions;
     this.#v6Sets = v6.sets;
@@ -226,14 +236,19 @@ export class PrefixTable {
       sorted.map((l) => ipv6Boundaries(mergeIpv6(l.prefixes.ipv6))),
       sets,
     ).build();
-    return new PrefixTable(v4, v6, sets.results(refs), Object.freeze(refs));
+    return new PrefixTable(
+      { ...v4, index: v4IndexOf(v4.positions) },
+      v6,
+      sets.results(refs),
+      Object.freeze(refs),
+    );
   }
 
   /** The table `parts` describes (see `parts`); the arrays are used as they are, not copied. */
   static fromParts(parts: TableParts): PrefixTable {
     const refs = parts.lists.map((l): ListRef => Object.freeze({ name: l.name, kind: l.kind }));
     return new PrefixTable(
-      { positions: parts.v4Positions, sets: parts.v4Sets },
+      { positions: parts.v4Positions, index: parts.v4Index, sets: parts.v4Sets },
       { positions: parts.v6Positions, sets: parts.v6Sets },
       resultsOf(parts.sets, refs),
       Object.freeze(refs),
@@ -248,12 +263,27 @@ export class PrefixTable {
     const index = new Map(this.#lists.map((l, i) => [l, i]));
     return {
       v4Positions: this.#v4Positions,
+      v4Index: this.#v4Index,
       v4Sets: this.#v4Sets,
       v6Positions: this.#v6Positions,
       v6Sets: this.#v6Sets,
       lists: this.#lists.map((l) => ({ name: l.name, kind: l.kind })),
       sets: this.#results.map((r) => (r.outcome === 'listed' ? r.lists.map((l) => index.get(l)!) : [])),
     };
+  }
+
+  /**
+   * Frees the table's arrays now, rather than at the garbage collection that would
+   * otherwise follow: with three million prefixes they are 40 MB outside V8's heap, and
+   * a decider at rest may not collect for a long while after a swap. The table answers
+   * no more (a lookup throws): call it on a table nothing can read again.
+   */
+  release(): void {
+    this.#released = true;
+    for (const a of [this.#v4Positions, this.#v4Index, this.#v4Sets, this.#v6Positions, this.#v6Sets]) {
+      const buffer = a.buffer as ArrayBuffer;
+      if (!buffer.detached) buffer.transfer(0);
+    }
   }
 
   /** The lists of the table, sorted by name. */
@@ -269,6 +299,7 @@ export class PrefixTable {
       sets: this.#results.length,
       bytes:
         this.#v4Positions.byteLength +
+        this.#v4Index.byteLength +
         this.#v4Sets.byteLength +
         this.#v6Positions.byteLength +
         this.#v6Sets.byteLength,
@@ -281,6 +312,8 @@ export class PrefixTable {
    * or `unlisted` answer is a shared frozen object, so a lookup allocates nothing.
    */
   lookup(address: string | Address): Lookup {
+    if (this.#released)
+      throw new Error('this lookup table was released; look up in the one that replaced it');
     if (typeof address === 'string') {
       const v4 = readAddress(address);
       if (typeof v4 === 'string') return notAnAddress(v4);
@@ -311,9 +344,12 @@ export class PrefixTable {
 
   #ipv4(a: number): Lookup {
     const positions = this.#v4Positions;
-    // The last position at or below a; positions[0] is 0, so there is one.
-    let lo = 0;
-    let hi = positions.length - 1;
+    // The last position at or below a; positions[0] is 0, so there is one. It is the last
+    // position of a's /16, or, when a lies below that /16's first position (or the /16
+    // has none), the last position before the /16: never further.
+    const top = a >>> 16;
+    let lo = Math.max(0, this.#v4Index[top]! - 1);
+    let hi = Math.max(lo, this.#v4Index[top + 1]! - 1);
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
       if (positions[mid]! <= a) lo = mid;
@@ -338,6 +374,22 @@ export class PrefixTable {
     return this.#results[this.#v6Sets[lo]!] ?? UNLISTED;
   }
 }
+
+/** For each top 16 bits `h` (and 65,536 at the end), how many of `positions` (ascending) lie below `h << 16`. */
+function v4IndexOf(positions: Uint32Array): Uint32Array {
+  const index = new Uint32Array(V4_BUCKETS + 1);
+  let i = 0;
+  for (let h = 0; h <= V4_BUCKETS; h++) {
+    const start = h * V4_BUCKET_SIZE;
+    while (i < positions.length && positions[i]! < start) i++;
+    index[h] = i;
+  }
+  return index;
+}
+
+/** IPv4 addresses by their top 16 bits: 65,536 /16s of 65,536 addresses each. */
+const V4_BUCKETS = 65_536;
+const V4_BUCKET_SIZE = 65_536;
 
 /** The sign of `words[at..at+3]` minus (w0, w1, w2, w3). */
 function compareWords(ws: Uint32Array, at: number, w0: number, w1: number, w2: number, w3: number): number {

@@ -14,9 +14,13 @@ export type NonceClaim = 'claimed' | 'used' | 'unavailable';
 export interface StateStore {
   /**
    * One round trip: whether `token` is a clearance issued to `client`, and if not, counts
-   * one more challenge for `client` in its window and says how many that makes.
+   * one more challenge for `client` in its window and says how many that makes. A store
+   * that knows the answer without asking anyone (none configured, or one that is down
+   * and not asked again yet) answers at once, without a promise: that is the verdict of
+   * every listed client while Valkey is away, and the fail-open path should not be the
+   * slower one.
    */
-  observe(client: string, token: string | undefined): Promise<ClientState>;
+  observe(client: string, token: string | undefined): ClientState | Promise<ClientState>;
   /** Records a clearance for `client` for `seconds`; its token, or undefined when unavailable. */
   issueClearance(client: string, seconds: number): Promise<string | undefined>;
   /** Records that nonce `id` was answered, until `ttlSeconds` from now. */
@@ -28,10 +32,12 @@ export interface StateStore {
   close(): Promise<void>;
 }
 
+const UNAVAILABLE: ClientState = { kind: 'unavailable' };
+
 /** No Valkey configured: nothing is remembered, every answer is `unavailable`. */
 export class NoStateStore implements StateStore {
-  async observe(): Promise<ClientState> {
-    return { kind: 'unavailable' };
+  observe(): ClientState {
+    return UNAVAILABLE;
   }
   async issueClearance(): Promise<string | undefined> {
     return undefined;

@@ -120,7 +120,13 @@ export class ValkeyStateStore implements StateStore {
     this.#redis.defineCommand('exoledgeObserve', { numberOfKeys: 2, lua: OBSERVE });
   }
 
-  async observe(client: string, token: string | undefined): Promise<ClientState> {
+  observe(client: string, token: string | undefined): ClientState | Promise<ClientState> {
+    // In the pause after a failure the answer is known: no promise (see `StateStore.observe`).
+    if (this.#skipped()) return { kind: 'unavailable' };
+    return this.#observe(client, token);
+  }
+
+  async #observe(client: string, token: string | undefined): Promise<ClientState> {
     const commands = this.#redis as unknown as ObserveCommand;
     const n = await this.#call('observe', () =>
       commands.exoledgeObserve(
@@ -191,12 +197,16 @@ export class ValkeyStateStore implements StateStore {
     this.#redis.disconnect();
   }
 
+  /** Whether a call now is skipped, in the pause after a failure; counted as a failure then. */
+  #skipped(): boolean {
+    if (Date.now() >= this.#quietUntil) return false;
+    // Counted too: this call got no answer, and its verdict is given without state.
+    this.#metrics.valkeyFailures.inc();
+    return true;
+  }
+
   async #call<T>(what: string, fn: () => Promise<T>): Promise<T | typeof FAILED> {
-    if (Date.now() < this.#quietUntil) {
-      // Counted too: this call got no answer, and its verdict is given without state.
-      this.#metrics.valkeyFailures.inc();
-      return FAILED;
-    }
+    if (this.#skipped()) return FAILED;
     try {
       const result = await fn();
       this.#setUp(true);
