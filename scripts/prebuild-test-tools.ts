@@ -11,11 +11,13 @@
 import { type GoTool, goToolBinary } from '@operators/controlplane';
 import { SOPS_TOOL } from '../operators/gitops-reverser/test/support/sops-binary.ts';
 import { OPA_TOOL } from '../operators/permissions/test/support/opa-binary.ts';
+import { REGISTRY_TOOL } from '../packages/controlplane/src/registry.ts';
 
 /** Which test folders use which tool. */
 const TOOLS: readonly { readonly tool: GoTool; readonly usedBy: string }[] = [
   { tool: SOPS_TOOL, usedBy: 'operators/gitops-reverser/test/' },
   { tool: OPA_TOOL, usedBy: 'operators/permissions/test/' },
+  { tool: REGISTRY_TOOL, usedBy: 'packages/controlplane/test/registry' },
 ];
 
 const files = process.argv.slice(2);

@@ -365,7 +365,7 @@ describe('the gitops-reverser chart, rendered by helm', () => {
     assert.equal(pod.serviceAccountName, 'gitops-reverser');
     assert.equal(
       container.image,
-      'git.ryuvia.com/niklas/gitops-reverser:0.1.0',
+      'ghcr.io/kube-operators-ts/gitops-reverser:0.1.0',
       'the placeholder repository, tagged with appVersion',
     );
     assert.equal(container.args, undefined, 'the entrypoint runs main.ts; everything else is env');

@@ -366,7 +366,7 @@ describe('the permissions chart, rendered by helm', () => {
     assert.equal(container.name, 'manager');
     assert.equal(
       container.image,
-      'git.ryuvia.com/niklas/permissions-operator:0.1.0',
+      'ghcr.io/kube-operators-ts/permissions-operator:0.1.0',
       'the placeholder repository, tagged with appVersion',
     );
     assert.equal(container.command, undefined, 'the entrypoint runs main.ts');

@@ -268,7 +268,7 @@ describe('the terdut-operator chart, rendered by helm', () => {
     assert.equal(pod.serviceAccountName, 'terdut-operator');
     assert.equal(
       container.image,
-      'git.ryuvia.com/niklas/terdut-operator:0.1.0',
+      'ghcr.io/kube-operators-ts/terdut-operator:0.1.0',
       'the placeholder repository, tagged with appVersion',
     );
     assert.equal(container.args, undefined, 'the entrypoint runs main.ts; everything else is env');

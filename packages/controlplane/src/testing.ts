@@ -23,6 +23,7 @@ import { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party
 
 export { aptCommand, ensureDebianPackages, isInstalled } from './debian-packages.ts';
 export { freePort } from './free-port.ts';
+export { type Registry, registryBinary, startRegistry } from './registry.ts';
 
 export const SHARED_KUBECONFIG_ENV = 'KUBE_OPERATORS_TEST_KUBECONFIG';
 export const SHARED_ETCD_ENV = 'KUBE_OPERATORS_TEST_ETCD';

@@ -14,6 +14,14 @@ export const HELM_VERSION = 'v3.22.0';
  */
 export const PROMTOOL_VERSION = 'v0.316.0';
 
+/**
+ * The CNCF reference OCI registry (`github.com/distribution/distribution/v3`, package
+ * `cmd/registry`), which tests push images to. v3.1.2 is the newest release the module
+ * proxy serves (v3.0.0, v3.1.1, v3.1.2); its go.mod asks for Go 1.26.0 and has no replace
+ * directives, so `go install …/cmd/registry@v3.1.2` builds it with the machine's Go 1.26.
+ */
+export const REGISTRY_VERSION = 'v3.1.2';
+
 /** The Prometheus release of a Go module tag: v0.316.0 ↔ 3.16.0. */
 export function prometheusRelease(moduleVersion: string): string {
   const m = /^v0\.(\d)(\d\d)\.(\d+)$/.exec(moduleVersion);

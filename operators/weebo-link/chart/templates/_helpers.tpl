@@ -28,8 +28,26 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
+{{/*
+An image reference from {repository, tag, digest}: repository@digest when a digest is set (the
+digest pins the image, the tag is then ignored), else repository:tag, the tag defaulting to the
+chart's appVersion. A digest must be sha256: and 64 lowercase hex digits.
+*/}}
+{{- define "weebo-link.imageRef" -}}
+{{- $img := index . 0 -}}
+{{- $chart := index . 1 -}}
+{{- if $img.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" (toString $img.digest)) -}}
+{{- fail (printf "image digest %q of %s is malformed: expected sha256: followed by 64 lowercase hex digits" (toString $img.digest) $img.repository) -}}
+{{- end -}}
+{{ $img.repository }}@{{ $img.digest }}
+{{- else -}}
+{{ $img.repository }}:{{ $img.tag | default $chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
 {{- define "weebo-link.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ include "weebo-link.imageRef" (list .Values.image .Chart) }}
 {{- end -}}
 
 {{/*
