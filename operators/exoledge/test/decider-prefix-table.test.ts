@@ -367,7 +367,9 @@ describe('PrefixTable: named cases', () => {
   });
 
   it('a released table frees its arrays at once and refuses lookups instead of answering wrong', () => {
-    const table = tableOf([{ name: 'a', kind: Kinds.Certain, prefixes: [v4('10.0.0.0/8'), v6('2001:db8::/32')] }]);
+    const table = tableOf([
+      { name: 'a', kind: Kinds.Certain, prefixes: [v4('10.0.0.0/8'), v6('2001:db8::/32')] },
+    ]);
     const parts = table.parts;
     assert.equal(table.lookup('10.1.2.3').outcome, 'listed');
     table.release();
