@@ -17,12 +17,11 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, cp, mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { withLock } from '@operators/controlplane';
-import { imageCache, type Log } from './base.ts';
 import { APP_DIR, type ImageSpec } from './catalog.ts';
+import { cachedLayer, type Log } from './layer-cache.ts';
 import { tarFolder } from './layer-tar.ts';
 
 const execFileP = promisify(execFile);
@@ -89,10 +88,17 @@ export async function nodeLayer(repo: string, work: string): Promise<string> {
   return out;
 }
 
+/**
+ * The files the dependencies layer is made from, relative to the repository: the root
+ * manifest and lock and every workspace's manifest (what `npm ci` reads).
+ */
+export async function dependencyManifests(repo: string): Promise<string[]> {
+  return ['package.json', 'package-lock.json', ...(await workspacesOf(repo)).map((w) => `${w}/package.json`)];
+}
+
 /** The dependencies layer's tar, from the cache when the lock and manifests did not change. */
 export async function dependenciesLayer(repo: string, log: Log): Promise<string> {
-  const workspaces = await workspacesOf(repo);
-  const manifests = ['package.json', 'package-lock.json', ...workspaces.map((w) => `${w}/package.json`)];
+  const manifests = await dependencyManifests(repo);
   const hash = createHash('sha256');
   for (const m of manifests)
     hash
@@ -100,37 +106,25 @@ export async function dependenciesLayer(repo: string, log: Log): Promise<string>
       .update('\0')
       .update(await readFile(join(repo, m)));
   const key = hash.digest('hex').slice(0, 16);
-  const out = join(imageCache(), `dependencies-${key}.tar`);
-  if (await exists(out)) return out;
-  await mkdir(imageCache(), { recursive: true });
-  return withLock(`${out}.lock`, log, async () => {
-    if (await exists(out)) return out;
-    const work = await mkdtemp(join(imageCache(), 'dependencies-'));
-    try {
-      const app = join(work, 'rootfs', APP_DIR);
-      for (const m of manifests) {
-        await mkdir(dirname(join(app, m)), { recursive: true });
-        await copyFile(join(repo, m), join(app, m));
-      }
-      log('dependencies: npm ci --omit=dev --ignore-scripts');
-      const started = performance.now();
-      await execFileP('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'], {
-        cwd: app,
-        maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, npm_config_update_notifier: 'false' },
-      }).catch((err: { stderr?: string; message: string }) => {
-        throw new Error(`npm ci --omit=dev failed: ${err.stderr?.trim() || err.message}`);
-      });
-      const tmp = join(work, 'dependencies.tar');
-      await tarFolder(join(work, 'rootfs'), tmp);
-      await rename(tmp, out);
-      log(
-        `dependencies: ${(await stat(out)).size >> 20} MB in ${((performance.now() - started) / 1000).toFixed(1)} s`,
-      );
-      return out;
-    } finally {
-      await rm(work, { recursive: true, force: true });
+  return cachedLayer(`dependencies-${key}`, log, async (work, tar) => {
+    const app = join(work, 'rootfs', APP_DIR);
+    for (const m of manifests) {
+      await mkdir(dirname(join(app, m)), { recursive: true });
+      await copyFile(join(repo, m), join(app, m));
     }
+    log('dependencies: npm ci --omit=dev --ignore-scripts');
+    const started = performance.now();
+    await execFileP('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: app,
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    }).catch((err: { stderr?: string; message: string }) => {
+      throw new Error(`npm ci --omit=dev failed: ${err.stderr?.trim() || err.message}`);
+    });
+    await tarFolder(join(work, 'rootfs'), tar);
+    log(
+      `dependencies: ${(await stat(tar)).size >> 20} MB in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
   });
 }
 

@@ -16,12 +16,11 @@
  * cache folder to take the mirror's newer packages.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { cacheRoot, withLock } from '@operators/controlplane';
 import { IMAGE_USER } from './catalog.ts';
+import { cachedLayer, type Log, recipeKey } from './layer-cache.ts';
 import { tarFolder } from './layer-tar.ts';
 
 const execFileP = promisify(execFile);
@@ -61,7 +60,7 @@ export interface DebianSource {
   readonly mirror: string;
 }
 
-export type Log = (message: string) => void;
+export type { Log } from './layer-cache.ts';
 
 /** The build machine's Debian release and the mirror, unless the environment says otherwise. */
 export async function debianSource(): Promise<DebianSource> {
@@ -78,72 +77,42 @@ export async function debianSource(): Promise<DebianSource> {
   return { suite, mirror };
 }
 
-/** The folder of cached bases and layers. */
-export function imageCache(): string {
-  return join(cacheRoot(), 'images');
-}
-
-function recipeKey(parts: unknown): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16);
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
 /** The base layer's tar, built once per recipe and then taken from the cache. */
 export async function baseLayer(source: DebianSource, log: Log): Promise<string> {
   const key = recipeKey({ BASE_RECIPE, source, packages: BASE_PACKAGES, user: IMAGE_USER });
-  const out = join(imageCache(), `base-${source.suite}-${key}.tar`);
-  if (await exists(out)) return out;
-  await mkdir(imageCache(), { recursive: true });
-  return withLock(`${out}.lock`, log, async () => {
-    if (await exists(out)) return out;
-    const work = await mkdtemp(join(imageCache(), 'base-'));
-    try {
-      const root = join(work, 'rootfs');
-      await mkdir(root);
-      log(
-        `base: mmdebstrap --variant=extract ${BASE_PACKAGES.join(',')} from ${source.suite} (${source.mirror})`,
+  return cachedLayer(`base-${source.suite}-${key}`, log, async (work, tar) => {
+    const root = join(work, 'rootfs');
+    await mkdir(root);
+    log(
+      `base: mmdebstrap --variant=extract ${BASE_PACKAGES.join(',')} from ${source.suite} (${source.mirror})`,
+    );
+    const started = performance.now();
+    await execFileP(
+      'mmdebstrap',
+      [
+        '--variant=extract',
+        `--include=${BASE_PACKAGES.join(',')}`,
+        '--quiet',
+        source.suite,
+        `${root}/`,
+        source.mirror,
+      ],
+      { maxBuffer: 64 * 1024 * 1024 },
+    ).catch((err: { stderr?: string; message: string }) => {
+      throw new Error(
+        `mmdebstrap failed (is ${source.mirror} reachable?): ${err.stderr?.trim() || err.message}`,
       );
-      const started = performance.now();
-      await execFileP(
-        'mmdebstrap',
-        [
-          '--variant=extract',
-          `--include=${BASE_PACKAGES.join(',')}`,
-          '--quiet',
-          source.suite,
-          `${root}/`,
-          source.mirror,
-        ],
-        { maxBuffer: 64 * 1024 * 1024 },
-      ).catch((err: { stderr?: string; message: string }) => {
-        throw new Error(
-          `mmdebstrap failed (is ${source.mirror} reachable?): ${err.stderr?.trim() || err.message}`,
-        );
-      });
-      for (const p of PRUNED) await rm(join(root, p), { recursive: true, force: true });
-      await writeFile(
-        join(root, 'etc/passwd'),
-        `root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:${IMAGE_USER}:${IMAGE_USER}:nonroot:/nonexistent:/sbin/nologin\n`,
-      );
-      await writeFile(join(root, 'etc/group'), `root:x:0:\nnonroot:x:${IMAGE_USER}:\n`);
-      await mkdir(join(root, 'tmp'), { recursive: true });
-      await chmod(join(root, 'tmp'), 0o1777);
-      const tmp = join(work, 'base.tar');
-      await tarFolder(root, tmp);
-      await rename(tmp, out);
-      log(
-        `base: ${(await stat(out)).size >> 20} MB in ${((performance.now() - started) / 1000).toFixed(1)} s`,
-      );
-      return out;
-    } finally {
-      await rm(work, { recursive: true, force: true });
-    }
+    });
+    for (const p of PRUNED) await rm(join(root, p), { recursive: true, force: true });
+    await writeFile(
+      join(root, 'etc/passwd'),
+      `root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:${IMAGE_USER}:${IMAGE_USER}:nonroot:/nonexistent:/sbin/nologin\n`,
+    );
+    await writeFile(join(root, 'etc/group'), `root:x:0:\nnonroot:x:${IMAGE_USER}:\n`);
+    await mkdir(join(root, 'tmp'), { recursive: true });
+    await chmod(join(root, 'tmp'), 0o1777);
+    await tarFolder(root, tar);
+    log(`base: ${(await stat(tar)).size >> 20} MB in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   });
 }
 
@@ -154,35 +123,23 @@ export async function baseLayer(source: DebianSource, log: Log): Promise<string>
  */
 export async function extraPackagesLayer(packages: readonly string[], log: Log): Promise<string> {
   const key = recipeKey({ BASE_RECIPE, packages });
-  const out = join(imageCache(), `extra-${packages.join('+')}-${key}.tar`);
-  if (await exists(out)) return out;
-  await mkdir(imageCache(), { recursive: true });
-  return withLock(`${out}.lock`, log, async () => {
-    if (await exists(out)) return out;
-    const work = await mkdtemp(join(imageCache(), 'extra-'));
-    try {
-      const debs = join(work, 'debs');
-      const root = join(work, 'rootfs');
-      await mkdir(debs);
-      await mkdir(root);
-      log(`extra layer: apt-get download ${packages.join(' ')}`);
-      await execFileP('apt-get', ['download', ...packages], { cwd: debs }).catch(
-        (err: { stderr?: string; message: string }) => {
-          throw new Error(
-            `apt-get download ${packages.join(' ')} failed: ${err.stderr?.trim() || err.message}`,
-          );
-        },
-      );
-      for (const deb of (await readdir(debs)).filter((f) => f.endsWith('.deb')).sort()) {
-        await execFileP('dpkg-deb', ['-x', join(debs, deb), root]);
-      }
-      for (const p of PRUNED) await rm(join(root, p), { recursive: true, force: true });
-      const tmp = join(work, 'extra.tar');
-      await tarFolder(root, tmp);
-      await rename(tmp, out);
-      return out;
-    } finally {
-      await rm(work, { recursive: true, force: true });
+  return cachedLayer(`extra-${packages.join('+')}-${key}`, log, async (work, tar) => {
+    const debs = join(work, 'debs');
+    const root = join(work, 'rootfs');
+    await mkdir(debs);
+    await mkdir(root);
+    log(`extra layer: apt-get download ${packages.join(' ')}`);
+    await execFileP('apt-get', ['download', ...packages], { cwd: debs }).catch(
+      (err: { stderr?: string; message: string }) => {
+        throw new Error(
+          `apt-get download ${packages.join(' ')} failed: ${err.stderr?.trim() || err.message}`,
+        );
+      },
+    );
+    for (const deb of (await readdir(debs)).filter((f) => f.endsWith('.deb')).sort()) {
+      await execFileP('dpkg-deb', ['-x', join(debs, deb), root]);
     }
+    for (const p of PRUNED) await rm(join(root, p), { recursive: true, force: true });
+    await tarFolder(root, tar);
   });
 }

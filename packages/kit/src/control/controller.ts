@@ -274,6 +274,12 @@ export class Controller<T extends KubeObject = KubeObject> {
     active: Gauge<'controller'>;
   };
   private primaryNamespaced: boolean | undefined;
+  /**
+   * The watched objects whose mapping waits for every informer of this controller to
+   * sync, per source and object key: the first state seen and the latest (see
+   * `enqueueFor`). `undefined` once synced: events are mapped as they come.
+   */
+  private held: Map<Source, Map<ObjectKey, { first: KubeObject; last: KubeObject }>> | undefined = new Map();
   private workers: Promise<void> | undefined;
   private resyncTimer: TimerHandle | undefined;
   private readonly abort = new AbortController();
@@ -369,8 +375,15 @@ export class Controller<T extends KubeObject = KubeObject> {
           ? (this.primary as unknown as Reflector<KubeObject>)
           : deps.cache.acquire(s.gvk, s.opts);
       this.unsubscribes.push(informer.onDelta((d) => this.enqueueFor(s, d)));
+      // Called after a complete list is stored and its deltas handled: the last of this
+      // controller's informers to sync releases what was held, before any sync waiter
+      // (the manager starting the workers) hears of it.
+      this.unsubscribes.push(informer.onSnapshot(() => this.mapHeld()));
       this.informers.push(informer);
     }
+    // Shared informers that synced before this controller was built (one joining a
+    // running manager) hold nothing back.
+    this.mapHeld();
   }
 
   /**
@@ -415,6 +428,8 @@ export class Controller<T extends KubeObject = KubeObject> {
     this.abort.abort(new Error('controller stopping'));
     // Its handlers out, its informers given back: the last controller of a kind stops its watch.
     for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
+    // Stopped before its caches synced: what was held is never mapped, and not kept.
+    this.held?.clear();
     await Promise.all(this.informers.splice(0).map((i) => this.deps.cache.release(i)));
     return stragglers;
   }
@@ -429,10 +444,58 @@ export class Controller<T extends KubeObject = KubeObject> {
     }, jittered);
   }
 
+  /**
+   * Routes one change to primary keys. Predicates judge the change as it happens; the
+   * mapping waits until every informer this controller declares has synced.
+   *
+   * Why: a mapper commonly reads another cache (the primary's, to find the objects in a
+   * namespace; an owned kind's), and before that cache's first list a read throws
+   * `CacheNotSyncedError`: the mapper would fail, and the event, with the keys only it
+   * names (a primary gone meanwhile), would be lost. controller-runtime's mapper blocks
+   * in its cache reader until that informer has synced; a mapper here is synchronous and
+   * cannot wait, so the controller waits for it. Nothing is lost: each object's first
+   * state seen and its latest are held (the intermediate ones name no key that a
+   * level-based reconcile needs, and every primary is reconciled at start anyway) and
+   * mapped when the last informer syncs, before the workers start. Memory stays within
+   * two states per watched object. A mapper that reads a cache the controller does not
+   * declare should declare it (`owns`/`watches`), or be covered by the manager's start.
+   */
   private enqueueFor(source: Source, delta: StoreDelta<KubeObject>): void {
     if (!source.predicates.every((p) => p(delta))) return;
-    const keys = new Set(source.toKeys(delta.object));
-    if (delta.type === 'updated') for (const k of source.toKeys(delta.old)) keys.add(k);
+    const first = delta.type === 'updated' ? delta.old : delta.object;
+    if (!this.held) {
+      this.enqueueMapped(source, first, delta.object);
+      return;
+    }
+    let objects = this.held.get(source);
+    if (!objects) {
+      objects = new Map();
+      this.held.set(source, objects);
+    }
+    const key = objectKey(delta.object);
+    objects.set(key, { first: objects.get(key)?.first ?? first, last: delta.object });
+  }
+
+  /** Maps what was held, once every informer of this controller has synced; then events map as they come. */
+  private mapHeld(): void {
+    if (!this.held || !this.informers.every((i) => i.store.hasSynced())) return;
+    const held = this.held;
+    this.held = undefined;
+    for (const [source, objects] of held) {
+      for (const { first, last } of objects.values()) {
+        // One mapper that throws loses its own object's keys, not the rest of the batch.
+        try {
+          this.enqueueMapped(source, first, last);
+        } catch (err) {
+          this.deps.log.error({ controller: this.name, err }, 'mapping a watched object to keys threw');
+        }
+      }
+    }
+  }
+
+  private enqueueMapped(source: Source, first: KubeObject, last: KubeObject): void {
+    const keys = new Set(source.toKeys(last));
+    if (first !== last) for (const k of source.toKeys(first)) keys.add(k);
     for (const k of keys) this.queue.add(k);
   }
 
