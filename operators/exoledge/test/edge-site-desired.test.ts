@@ -420,7 +420,7 @@ describe('the objects of an autonomous EdgeSite', () => {
       { name: 'EXOLEDGE_LISTEN', value: ':8080' },
       { name: 'EXOLEDGE_VALKEY_URL', value: 'redis://valkey.exoledge-system.svc:6379' },
       { name: 'EXOLEDGE_TRUSTED_HOPS', value: '0' },
-      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=2' },
+      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=8' },
       { name: 'EXOLEDGE_CAPTCHA_SECRET', valueFrom: { secretKeyRef: { name: 'turnstile', key: 'secret' } } },
     ]);
     assert.deepEqual(c.volumeMounts, [

@@ -345,7 +345,17 @@ async function buildPromtool(version: string, dest: string, log: Log): Promise<v
   const p = progress('building promtool', log);
   try {
     await runGo(
-      ['install', '-v', '-ldflags', ldflags, `github.com/prometheus/prometheus/cmd/promtool@${version}`],
+      // remove_all_sd leaves out Prometheus's service discoveries (its plugins), which
+      // `check rules` and `test rules` never use: a fifth fewer packages to compile.
+      [
+        'install',
+        '-v',
+        '-tags',
+        'remove_all_sd',
+        '-ldflags',
+        ldflags,
+        `github.com/prometheus/prometheus/cmd/promtool@${version}`,
+      ],
       {
         cwd: tmpdir(),
         // -mod=mod: resolve the module's own requirements through the proxy, as `go install pkg@v` does.

@@ -205,7 +205,8 @@ function answerExtAuthz(res: ServerResponse, decision: Decision): void {
   if (decision.verdict === Verdict.Drop) {
     // Sent to the client as it is: no reason, no list name, nothing to learn from.
     res.writeHead(403, DROP_HEADERS);
-    res.end(DROP_BODY);
+    // latin1 (the body is ASCII): written with the head in one latin1 string, not as UTF-8.
+    res.end(DROP_BODY, 'latin1');
     return;
   }
   res.writeHead(200, allowHeaders(decision));
