@@ -8,7 +8,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
-const roots = ['packages', 'operators'];
+const roots = ['packages', 'operators', 'scripts'];
 
 function findTests(dir: string, out: string[]): void {
   for (const e of readdirSync(dir)) {

@@ -13,12 +13,17 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ControlPlane, ControlPlaneError } from '@operators/controlplane';
+import { ControlPlane, ControlPlaneError, forceStopAll } from '@operators/controlplane';
 import { installCrds } from '@operators/controlplane/testing';
 import { KubeClient, type KubeObject } from '@operators/kit';
 import { parseAllDocuments } from 'yaml';
 
 const root = join(import.meta.dirname, '..');
+
+/** The whole Ctrl-C, operators and plane, after which everything is killed. */
+const STOP_BUDGET_MS = 5_000;
+/** The operators' share: the plane needs the rest to stop etcd cleanly. */
+const OPERATORS_BUDGET_MS = 2_500;
 
 export interface LocalContext {
   readonly kubeconfigPath: string;
@@ -58,7 +63,8 @@ async function main(): Promise<void> {
   };
   const controllerManager = !process.argv.slice(2).includes('--no-controller-manager');
   const plane = await ControlPlane.start({ log: (m) => log(m), controllerManager });
-  const stateDir = join(root, '.tmp');
+  // A test runs its own `up` beside a developer's: the kubeconfig's folder can move.
+  const stateDir = process.env.KUBE_OPERATORS_UP_DIR ?? join(root, '.tmp');
   mkdirSync(stateDir, { recursive: true });
   const kubeconfig = join(stateDir, 'kubeconfig');
   writeFileSync(kubeconfig, plane.kubeconfig(), { mode: 0o600 });
@@ -99,21 +105,43 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
+  // Ctrl-C: the operators first, while the plane still answers them (the plane's
+  // processes are in their own process group, so the terminal's SIGINT does not reach
+  // them), then the plane. Each step has a budget so the whole stop ends within 5 s;
+  // a second Ctrl-C kills everything at once. Either way no process or folder is left.
   let stopping = false;
+  const force = (why: string): never => {
+    log(`${why}: killing the operators' servers and the plane now`);
+    forceStopAll();
+    rmSync(kubeconfig, { force: true });
+    process.exit(130);
+  };
+  const within = <T>(ms: number, p: Promise<T>): Promise<T | 'timeout'> =>
+    Promise.race([p, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms).unref())]);
   const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
+    if (stopping) force(`${signal} again`);
     stopping = true;
-    log(`${signal}: stopping`);
-    for (const r of running.reverse()) await r.stop().catch((e: unknown) => log(`${r.name}: ${String(e)}`));
-    await client.transport.close();
+    const started = Date.now();
+    log(`${signal}: stopping (press Ctrl-C again to kill at once)`);
+    setTimeout(() => force('still stopping after 5 s'), STOP_BUDGET_MS).unref();
+    const operatorsDone = Promise.allSettled(
+      running.reverse().map((r) => r.stop().catch((e: unknown) => log(`${r.name}: ${String(e)}`))),
+    );
+    if ((await within(OPERATORS_BUDGET_MS, operatorsDone)) === 'timeout') {
+      log(`the operators did not stop within ${OPERATORS_BUDGET_MS} ms; stopping the plane under them`);
+    }
+    await within(500, client.transport.close());
     await plane.stop();
     rmSync(kubeconfig, { force: true });
+    log(`stopped in ${Date.now() - started} ms`);
     process.exit(0);
   };
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');
+  process.removeAllListeners('SIGHUP');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGHUP', () => void stop('SIGHUP'));
   setInterval(() => {}, 1 << 30);
 }
 

@@ -1,5 +1,6 @@
 /**
- * Finds or builds kube-apiserver, kube-controller-manager, etcd, kubectl, helm and promtool.
+ * Finds, downloads or builds kube-apiserver, kube-controller-manager, etcd, kubectl, helm
+ * and promtool.
  *
  * Order of precedence, per binary:
  *  1. `KUBEBUILDER_ASSETS`, the envtest convention: a folder holding prebuilt binaries.
@@ -9,9 +10,17 @@
  *     that asks for it fails, saying so.
  *  2. The cache, `~/.cache/kube-operators-ts/bin/<component>-<version>/`, one folder per
  *     version so a bump never runs a stale binary.
- *  3. A build with Go from the module proxy into that cache. Binaries are written to a
- *     temporary name and renamed when complete, so an interrupted build never leaves
- *     something that looks cached; a lock keeps two test runs from building at once.
+ *  3. `KUBE_OPERATORS_BINARIES` (default `auto`) decides how a missing group arrives:
+ *     `download` fetches the official release files of the pinned versions, checked
+ *     against the sha256 pinned in versions.ts (seconds); `build` compiles them with Go
+ *     from the module proxy (minutes); `auto` downloads and builds when the download is
+ *     unavailable (no network, a proxy refusing, a host silent for a few seconds) or
+ *     when no checksum is pinned for the platform, saying in one line which path it took
+ *     and why. A file that arrives and does not match its checksum is an error in every
+ *     mode: a wrong mirror or an altered file is reported, never built around.
+ *     Either way binaries are written under a work folder and renamed into the cache
+ *     when complete, so an interrupted run never leaves something that looks cached; a
+ *     lock keeps two test runs from fetching or building at once.
  */
 import { execFile } from 'node:child_process';
 import { constants, existsSync } from 'node:fs';
@@ -19,15 +28,24 @@ import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DownloadUnavailable, downloadRelease } from './download.ts';
 import { ControlPlaneError } from './errors.ts';
 import { downloadModule, runGo } from './go.ts';
 import { withLock } from './lock.ts';
 import {
-  ETCD_VERSION,
-  HELM_VERSION,
+  type Checksums,
+  COMPONENT_BINARIES,
+  COMPONENT_VERSIONS,
+  type Component,
+  currentPlatform,
+  releaseBase,
+  releasePlan,
+} from './releases.ts';
+import {
   KUBERNETES_VERSION,
-  PROMTOOL_VERSION,
+  type Platform,
   prometheusRelease,
+  RELEASE_SHA256,
   stagingVersion,
 } from './versions.ts';
 
@@ -49,14 +67,28 @@ export interface Binaries {
 
 export type Log = (message: string) => void;
 
-const BINARY_NAMES = {
-  kubeApiserver: 'kube-apiserver',
-  kubeControllerManager: 'kube-controller-manager',
-  etcd: 'etcd',
-  kubectl: 'kubectl',
-  helm: 'helm',
-  promtool: 'promtool',
-} as const;
+/** How a missing binary arrives: `KUBE_OPERATORS_BINARIES`. */
+export type BinariesMode = 'auto' | 'download' | 'build';
+
+/** Builds one group from source into a folder (the Go path); replaceable in tests. */
+export type Builder = (component: Component, version: string, dest: string, log: Log) => Promise<void>;
+
+/** What the defaults can be replaced with: tests point these at a stand-in release host. */
+export interface ObtainOptions {
+  readonly mode?: BinariesMode;
+  readonly platform?: Platform | undefined;
+  /** Base URL per group; defaults to the mirror variables, then the official hosts. */
+  readonly bases?: Partial<Record<Component, string>>;
+  readonly checksums?: Checksums;
+  readonly connectTimeoutMs?: number;
+  readonly stallTimeoutMs?: number;
+  readonly build?: Builder;
+}
+
+/** Seconds to wait for a release host's answer before `auto` builds instead. */
+const CONNECT_TIMEOUT_MS = 5_000;
+/** Seconds a download may go silent before it is abandoned. */
+const STALL_TIMEOUT_MS = 30_000;
 
 /** The root of everything this project caches on a machine. */
 export function cacheRoot(): string {
@@ -64,10 +96,18 @@ export function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'kube-operators-ts');
 }
 
-/** The binaries built from k8s.io/kubernetes, in one `go build` so they share its compiled packages. */
-const KUBERNETES_BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kubectl'] as const;
+/** `KUBE_OPERATORS_BINARIES`, checked: a typo is an error, not a silent `auto`. */
+export function binariesMode(env: NodeJS.ProcessEnv = process.env): BinariesMode {
+  const v = env.KUBE_OPERATORS_BINARIES;
+  if (v === undefined || v === '' || v === 'auto') return 'auto';
+  if (v === 'download' || v === 'build') return v;
+  throw new ControlPlaneError(
+    `KUBE_OPERATORS_BINARIES is "${v}".`,
+    'set it to auto (download, else build), download (never build) or build (never download), or unset it.',
+  );
+}
 
-function cachedDir(component: 'kubernetes' | 'etcd' | 'helm' | 'promtool', version: string): string {
+function cachedDir(component: Component, version: string): string {
   return join(cacheRoot(), 'bin', `${component}-${version}`);
 }
 
@@ -81,11 +121,112 @@ async function isExecutable(path: string): Promise<boolean> {
 }
 
 /**
- * Returns the binaries, building what is missing. The first build takes many
- * minutes on two cores and reports progress through `log`; later calls return in
- * milliseconds.
+ * The cache folder of a group, after downloading or building it if any of its binaries
+ * is missing there.
  */
-export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> {
+export async function obtain(component: Component, log: Log, opts: ObtainOptions = {}): Promise<string> {
+  const version = COMPONENT_VERSIONS[component];
+  const dir = cachedDir(component, version);
+  const names = COMPONENT_BINARIES[component];
+  const complete = async (): Promise<boolean> =>
+    (await Promise.all(names.map((n) => isExecutable(join(dir, n))))).every(Boolean);
+  if (await complete()) return dir;
+  await withLock(join(cacheRoot(), 'locks', `${component}-${version}`), log, async () => {
+    if (!(await complete())) await fetchOrBuild(component, version, dir, log, opts);
+  });
+  return dir;
+}
+
+async function fetchOrBuild(
+  component: Component,
+  version: string,
+  dest: string,
+  log: Log,
+  opts: ObtainOptions,
+): Promise<void> {
+  const mode = opts.mode ?? binariesMode();
+  const build = opts.build ?? buildFromSource;
+  const what = `${COMPONENT_BINARIES[component].join(', ')} ${version}`;
+  if (mode === 'build') {
+    log(`${what}: building from source (KUBE_OPERATORS_BINARIES=build)`);
+    return build(component, version, dest, log);
+  }
+  const platform = 'platform' in opts ? opts.platform : currentPlatform();
+  const base = opts.bases?.[component] ?? releaseBase(component);
+  const plan = releasePlan(component, platform, base, opts.checksums ?? RELEASE_SHA256);
+  if (plan.kind === 'unpinned') {
+    const why = `no sha256 pinned in versions.ts for ${plan.missing.join(', ')} on ${platform ?? 'this platform'}`;
+    if (mode === 'download') {
+      throw new ControlPlaneError(
+        `${what}: KUBE_OPERATORS_BINARIES=download, and there is ${why}.`,
+        'pin the checksum (node packages/controlplane/src/cli.ts checksums prints it), or use auto or build.',
+      );
+    }
+    log(`${what}: building from source, not downloading: ${why}`);
+    return build(component, version, dest, log);
+  }
+  const work = join(cacheRoot(), 'build', `${component}-${version}`, 'download');
+  await rm(work, { recursive: true, force: true });
+  try {
+    log(`${what}: downloading from ${base}`);
+    for (const file of plan.files) {
+      await downloadRelease(file, work, {
+        connectTimeoutMs: opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+        stallTimeoutMs: opts.stallTimeoutMs ?? STALL_TIMEOUT_MS,
+        log,
+      });
+    }
+    await checkComponent(component, version, work);
+    await install(work, dest, COMPONENT_BINARIES[component]);
+    log(`${what}: downloaded and verified into ${dest}`);
+  } catch (err) {
+    if (mode === 'auto' && err instanceof DownloadUnavailable) {
+      log(`${what}: building from source, the download failed: ${err.message.split('\n')[0]}`);
+      return build(component, version, dest, log);
+    }
+    throw err;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** The version checks every cached binary passes, downloaded or built. */
+async function checkComponent(component: Component, version: string, dir: string): Promise<void> {
+  switch (component) {
+    case 'kubernetes':
+      await checkVersion(join(dir, 'kube-apiserver'), ['--version'], version);
+      await checkVersion(join(dir, 'kube-controller-manager'), ['--version'], version);
+      await checkVersion(join(dir, 'kubectl'), ['version', '--client'], version);
+      return;
+    case 'etcd':
+      return checkVersion(join(dir, 'etcd'), ['--version'], version.replace(/^v/, ''));
+    case 'helm':
+      return checkVersion(join(dir, 'helm'), ['version', '--short'], version);
+    case 'promtool':
+      return checkVersion(join(dir, 'promtool'), ['--version'], prometheusRelease(version));
+  }
+}
+
+/** The Go path: what `build` mode and `auto`'s fallback run. */
+const buildFromSource: Builder = (component, version, dest, log) => {
+  switch (component) {
+    case 'kubernetes':
+      return buildKubernetes(version, dest, log);
+    case 'etcd':
+      return buildEtcd(version, dest, log);
+    case 'helm':
+      return buildHelm(version, dest, log);
+    case 'promtool':
+      return buildPromtool(version, dest, log);
+  }
+};
+
+/**
+ * Returns the binaries, fetching or building what is missing. The first build takes many
+ * minutes on two cores and reports progress through `log`; a download takes seconds;
+ * later calls return in milliseconds.
+ */
+export async function resolveBinaries(log: Log = defaultLog, opts: ObtainOptions = {}): Promise<Binaries> {
   const assets = process.env.KUBEBUILDER_ASSETS;
   const fromAssets = async (name: string): Promise<string | undefined> => {
     if (!assets) return undefined;
@@ -99,61 +240,25 @@ export async function resolveBinaries(log: Log = defaultLog): Promise<Binaries> 
     );
   }
 
-  const k8sDir = cachedDir('kubernetes', KUBERNETES_VERSION);
-  let kubeApiserver = await fromAssets(BINARY_NAMES.kubeApiserver);
-  let kubectl = await fromAssets(BINARY_NAMES.kubectl);
-  let kubeControllerManager = await fromAssets(BINARY_NAMES.kubeControllerManager);
+  let kubeApiserver = await fromAssets('kube-apiserver');
+  let kubectl = await fromAssets('kubectl');
+  let kubeControllerManager = await fromAssets('kube-controller-manager');
   // The controller manager comes from where the apiserver comes from: a prebuilt
   // apiserver of unknown version next to a cached controller manager could be skewed.
   if (!kubeApiserver || !kubectl) {
-    const built = KUBERNETES_BINARIES.map((n) => join(k8sDir, n));
-    const allBuilt = async (): Promise<boolean> =>
-      (await Promise.all(built.map(isExecutable))).every(Boolean);
-    if (!(await allBuilt())) {
-      await withLock(join(cacheRoot(), 'locks', `kubernetes-${KUBERNETES_VERSION}`), log, async () => {
-        if (await allBuilt()) return;
-        await buildKubernetes(KUBERNETES_VERSION, k8sDir, log);
-      });
-    }
+    const k8sDir = await obtain('kubernetes', log, opts);
     kubeApiserver ??= join(k8sDir, 'kube-apiserver');
     kubectl ??= join(k8sDir, 'kubectl');
     kubeControllerManager ??= join(k8sDir, 'kube-controller-manager');
   }
-
-  let etcd = await fromAssets(BINARY_NAMES.etcd);
-  if (!etcd) {
-    const dir = cachedDir('etcd', ETCD_VERSION);
-    etcd = join(dir, 'etcd');
-    if (!(await isExecutable(etcd))) {
-      await withLock(join(cacheRoot(), 'locks', `etcd-${ETCD_VERSION}`), log, async () => {
-        if (!(await isExecutable(join(dir, 'etcd')))) await buildEtcd(ETCD_VERSION, dir, log);
-      });
-    }
-  }
-
-  let helm = await fromAssets(BINARY_NAMES.helm);
-  if (!helm) {
-    const dir = cachedDir('helm', HELM_VERSION);
-    helm = join(dir, 'helm');
-    if (!(await isExecutable(helm))) {
-      await withLock(join(cacheRoot(), 'locks', `helm-${HELM_VERSION}`), log, async () => {
-        if (!(await isExecutable(join(dir, 'helm')))) await buildHelm(HELM_VERSION, dir, log);
-      });
-    }
-  }
-
-  let promtool = await fromAssets(BINARY_NAMES.promtool);
-  if (!promtool) {
-    const dir = cachedDir('promtool', PROMTOOL_VERSION);
-    promtool = join(dir, 'promtool');
-    if (!(await isExecutable(promtool))) {
-      await withLock(join(cacheRoot(), 'locks', `promtool-${PROMTOOL_VERSION}`), log, async () => {
-        if (!(await isExecutable(join(dir, 'promtool')))) await buildPromtool(PROMTOOL_VERSION, dir, log);
-      });
-    }
-  }
+  const etcd = (await fromAssets('etcd')) ?? join(await obtain('etcd', log, opts), 'etcd');
+  const helm = (await fromAssets('helm')) ?? join(await obtain('helm', log, opts), 'helm');
+  const promtool = (await fromAssets('promtool')) ?? join(await obtain('promtool', log, opts), 'promtool');
   return { kubeApiserver, kubeControllerManager, etcd, kubectl, helm, promtool };
 }
+
+/** The binaries built from k8s.io/kubernetes, in one `go build` so they share its compiled packages. */
+const KUBERNETES_BINARIES = COMPONENT_BINARIES.kubernetes;
 
 function defaultLog(message: string): void {
   process.stderr.write(`[controlplane] ${message}\n`);
@@ -261,8 +366,7 @@ async function buildKubernetes(version: string, dest: string, log: Log): Promise
   } finally {
     p.stop();
   }
-  await checkVersion(join(out, 'kube-apiserver'), ['--version'], version);
-  await checkVersion(join(out, 'kube-controller-manager'), ['--version'], version);
+  await checkComponent('kubernetes', version, out);
   await install(out, dest, KUBERNETES_BINARIES);
   log(`${KUBERNETES_BINARIES.join(', ')} ${version} are in ${dest}`);
 }
@@ -295,7 +399,7 @@ async function buildEtcd(version: string, dest: string, log: Log): Promise<void>
   } finally {
     p.stop();
   }
-  await checkVersion(join(out, 'etcd'), ['--version'], version.replace(/^v/, ''));
+  await checkComponent('etcd', version, out);
   await install(out, dest, ['etcd']);
 }
 
@@ -326,7 +430,7 @@ async function buildHelm(version: string, dest: string, log: Log): Promise<void>
   } finally {
     p.stop();
   }
-  await checkVersion(join(out, 'helm'), ['version', '--short'], version);
+  await checkComponent('helm', version, out);
   await install(out, dest, ['helm']);
 }
 
@@ -367,7 +471,7 @@ async function buildPromtool(version: string, dest: string, log: Log): Promise<v
   } finally {
     p.stop();
   }
-  await checkVersion(join(out, 'promtool'), ['--version'], release);
+  await checkComponent('promtool', version, out);
   await install(out, dest, ['promtool']);
 }
 

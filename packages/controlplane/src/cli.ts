@@ -8,12 +8,19 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveBinaries } from './binaries.ts';
+import { sha256OfUrl } from './download.ts';
 import { ControlPlaneError } from './errors.ts';
+import { COMPONENT_BINARIES, type Component, releaseLocation } from './releases.ts';
 
 export const USAGE = `usage: controlplane COMMAND
 
-  build       find the control-plane binaries (KUBEBUILDER_ASSETS, then the cache), building
-              with Go those that are missing; prints where each one is
+  build       find the control-plane binaries (KUBEBUILDER_ASSETS, then the cache), and
+              download (checksums pinned) or build with Go those that are missing, as
+              KUBE_OPERATORS_BINARIES=auto|download|build says (default auto); prints where
+              each one is
+  checksums   download the official release files of the pinned versions for Linux
+              amd64 and arm64 and print their sha256, to compare with the releases'
+              published sums and paste into versions.ts (for maintainers bumping a version)
   version     print the versions the binaries report
   --version   print this package's version
   --help, -h  print this text
@@ -43,6 +50,20 @@ async function main(argv: readonly string[]): Promise<number> {
       const b = await resolveBinaries();
       for (const [name, path] of Object.entries(b)) {
         process.stdout.write(`${name.padEnd(22)} ${path ?? '(none in KUBEBUILDER_ASSETS)'}\n`);
+      }
+      return 0;
+    }
+    case 'checksums': {
+      for (const component of Object.keys(COMPONENT_BINARIES) as Component[]) {
+        for (const binary of COMPONENT_BINARIES[component]) {
+          process.stdout.write(`  '${binary}': {\n`);
+          for (const platform of ['linux/amd64', 'linux/arm64'] as const) {
+            const { url } = releaseLocation(component, binary, platform);
+            const { sha256, bytes } = await sha256OfUrl(url, 300_000);
+            process.stdout.write(`    '${platform}': '${sha256}', // ${url}, ${bytes} bytes\n`);
+          }
+          process.stdout.write('  },\n');
+        }
       }
       return 0;
     }

@@ -9,6 +9,6 @@ export { ControlPlaneError } from './errors.ts';
 export { type GoOptions, type GoRun, runGo } from './go.ts';
 export { type GoTool, goToolBinary, type ToolLog } from './go-tool.ts';
 export { withLock } from './lock.ts';
-export { liveChildren } from './process.ts';
+export { forceStopAll, liveChildren } from './process.ts';
 export { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';
 export { ETCD_VERSION, HELM_VERSION, KUBERNETES_VERSION, THIRD_PARTY_MODULES } from './versions.ts';

@@ -47,3 +47,41 @@ export const THIRD_PARTY_MODULES = {
   // v3.6 requires Go 1.27; v3.5.7 is the newest the machine's Go 1.26 can read.
   argoCd: { module: 'github.com/argoproj/argo-cd/v3', version: 'v3.5.7' },
 } as const;
+
+/** An OS and CPU as Go and the release files name them. */
+export type Platform = 'linux/amd64' | 'linux/arm64' | 'darwin/amd64' | 'darwin/arm64';
+
+/** The binaries whose official release files can replace a build. */
+export type ReleasedBinary =
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kubectl'
+  | 'etcd'
+  | 'helm'
+  | 'promtool';
+
+/**
+ * The sha256 of each official release file of the versions above, per platform: the
+ * raw binary for Kubernetes (dl.k8s.io), the `.tar.gz` for etcd, helm and Prometheus.
+ * A download is installed only when it matches; a binary with no checksum here for the
+ * machine's platform is built from source, never fetched unverified.
+ *
+ * Each value was read from the project's published checksum file and agrees across
+ * independent public pins (kubectl: dl.k8s.io's `kubectl.sha256`; helm: get.helm.sh's
+ * `.sha256sum`). The others are not pinned yet because the machine this was written on
+ * reaches no release host: `node packages/controlplane/src/cli.ts checksums` on a machine that does prints
+ * the lines to paste here, to be compared with the release notes before committing.
+ */
+export const RELEASE_SHA256: Readonly<Record<ReleasedBinary, Readonly<Partial<Record<Platform, string>>>>> = {
+  'kube-apiserver': {},
+  'kube-controller-manager': {},
+  kubectl: {
+    'linux/amd64': 'ebbd080e7c2e275093b55915722043257eb24004363e20acb3c4d71919f88336',
+  },
+  etcd: {},
+  helm: {
+    'linux/amd64': '1e4ab49e429626cf6c6958d914248b78c9730803c2751b87627e171dc800e7bb',
+    'linux/arm64': 'f14e804dfee240f55525b667488fe9adca349e63e00c9af634c0beb1421ac310',
+  },
+  promtool: {},
+};

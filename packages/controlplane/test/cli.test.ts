@@ -15,7 +15,7 @@ describe('the controlplane command', () => {
   it('--help names every command and the exit statuses', () => {
     const r = run('--help');
     assert.equal(r.status, 0);
-    for (const word of ['build', 'version', '--version', 'exit status', '2 usage error']) {
+    for (const word of ['build', 'checksums', 'version', '--version', 'exit status', '2 usage error']) {
       assert.ok(r.stdout.includes(word), `help lacks ${word}`);
     }
   });

@@ -1,0 +1,248 @@
+/**
+ * Downloads a release file, checks it against a pinned sha256, and leaves the binary it
+ * holds in a folder: the fast path to the control-plane binaries (seconds, where a build
+ * from source takes minutes).
+ *
+ * Two kinds of failure, because they call for different answers:
+ *  - {@link DownloadUnavailable}: the host could not be reached, did not answer within
+ *    the connect timeout, went silent mid-body, answered with an HTTP error, or closed
+ *    the connection before the end. Nothing was learned about the file; `auto` mode
+ *    builds from source instead.
+ *  - {@link DownloadRejected}: a complete file arrived and it is not the pinned one (or
+ *    not the archive it should be). That is a wrong mirror or a tampered file: an error
+ *    in every mode, never papered over by a build.
+ *
+ * Everything is written under the caller's work folder first; the caller renames the
+ * finished binaries into the cache, so a failure leaves nothing that looks installed.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { chmod, mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ControlPlaneError } from './errors.ts';
+
+const exec = promisify(execFile);
+
+/** One file of an official release, and where its binary is once fetched. */
+export interface ReleaseFile {
+  /** The binary's name in the cache folder (`kube-apiserver`, `etcd`). */
+  readonly binary: string;
+  readonly url: string;
+  /** The pinned sha256 of the file at `url`, lowercase hex. */
+  readonly sha256: string;
+  /** The binary's path inside a `.tar.gz`; absent when the file is the binary itself. */
+  readonly member?: string;
+}
+
+export interface DownloadOptions {
+  /** How long to wait for the response's headers (connect, TLS, first byte). */
+  readonly connectTimeoutMs: number;
+  /** How long the body may go without a byte before the download is abandoned. */
+  readonly stallTimeoutMs: number;
+  /** Receives a progress line every few seconds and one at the end. */
+  readonly log: (message: string) => void;
+  /** How often progress is reported. */
+  readonly progressEveryMs?: number;
+}
+
+/** The host did not deliver the file: reachable again later, or from a mirror. */
+export class DownloadUnavailable extends ControlPlaneError {}
+
+/** The file arrived complete and is not the pinned one. */
+export class DownloadRejected extends ControlPlaneError {}
+
+function describeNetworkError(err: unknown): string {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e.cause?.code) return `${e.cause.code}${e.cause.message ? ` (${e.cause.message})` : ''}`;
+  return e.message ?? String(err);
+}
+
+function megabytes(n: number): string {
+  return `${(n / 1e6).toFixed(1)} MB`;
+}
+
+/**
+ * Fetches `file` into `workDir`, verifies it, and leaves the binary at
+ * `workDir/<file.binary>`, executable. Throws {@link DownloadUnavailable} or
+ * {@link DownloadRejected}; removes its partial files either way.
+ */
+export async function downloadRelease(
+  file: ReleaseFile,
+  workDir: string,
+  opts: DownloadOptions,
+): Promise<void> {
+  await mkdir(workDir, { recursive: true });
+  const partial = join(workDir, `.${file.binary}.download`);
+  try {
+    await fetchVerified(file, partial, opts);
+    const target = join(workDir, file.binary);
+    if (file.member === undefined) {
+      await rename(partial, target);
+    } else {
+      await extractMember(file, partial, workDir, target);
+    }
+    await chmod(target, 0o755);
+  } finally {
+    await rm(partial, { force: true });
+  }
+}
+
+async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOptions): Promise<void> {
+  const controller = new AbortController();
+  let abortReason = '';
+  const abort = (why: string): void => {
+    abortReason = why;
+    controller.abort();
+  };
+  const connectTimer = setTimeout(
+    () => abort(`no answer within ${opts.connectTimeoutMs} ms`),
+    opts.connectTimeoutMs,
+  );
+  const unavailable = (why: string): DownloadUnavailable =>
+    new DownloadUnavailable(
+      `downloading ${file.url}: ${why}.`,
+      'check the network or the mirror set for it, or build from source with KUBE_OPERATORS_BINARIES=build.',
+    );
+  let response: Response;
+  try {
+    response = await fetch(file.url, { signal: controller.signal, redirect: 'follow' });
+  } catch (err) {
+    throw unavailable(abortReason || describeNetworkError(err));
+  } finally {
+    clearTimeout(connectTimer);
+  }
+  if (!response.ok || response.body === null) {
+    await response.body?.cancel().catch(() => undefined);
+    throw unavailable(`the server answered HTTP ${response.status} ${response.statusText}`.trim());
+  }
+
+  const total = Number(response.headers.get('content-length') ?? Number.NaN);
+  const hash = createHash('sha256');
+  const out = createWriteStream(path);
+  // A full disk or a read-only cache: reported below as what it is, not as a crash.
+  let writeError: Error | undefined;
+  out.on('error', (err) => {
+    writeError = err;
+  });
+  const started = Date.now();
+  let received = 0;
+  let stall = setTimeout(() => abort(`no data for ${opts.stallTimeoutMs} ms`), opts.stallTimeoutMs);
+  const progress = setInterval(() => {
+    const seconds = (Date.now() - started) / 1000;
+    opts.log(
+      `downloading ${file.binary}: ${megabytes(received)}${Number.isFinite(total) ? ` of ${megabytes(total)}` : ''}, ` +
+        `${megabytes(received / Math.max(seconds, 0.001))}/s`,
+    );
+  }, opts.progressEveryMs ?? 5_000);
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      clearTimeout(stall);
+      stall = setTimeout(() => abort(`no data for ${opts.stallTimeoutMs} ms`), opts.stallTimeoutMs);
+      received += chunk.byteLength;
+      hash.update(chunk);
+      if (writeError) break;
+      if (!out.write(chunk)) {
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            out.off('drain', done);
+            out.off('error', done);
+            resolve();
+          };
+          out.on('drain', done);
+          out.on('error', done);
+        });
+      }
+    }
+  } catch (err) {
+    throw unavailable(
+      `${abortReason || describeNetworkError(err)} after ${megabytes(received)}` +
+        `${Number.isFinite(total) ? ` of ${megabytes(total)}` : ''}`,
+    );
+  } finally {
+    clearTimeout(stall);
+    clearInterval(progress);
+    await new Promise<void>((resolve) => (writeError ? resolve() : out.end(resolve)));
+  }
+  if (writeError) {
+    throw new ControlPlaneError(
+      `writing ${path}: ${writeError.message}.`,
+      'free space in the cache, or point KUBE_OPERATORS_CACHE at a writable folder.',
+    );
+  }
+  if (Number.isFinite(total) && received !== total) {
+    throw unavailable(`the connection closed after ${received} of ${total} bytes`);
+  }
+  const got = hash.digest('hex');
+  if (got !== file.sha256.toLowerCase()) {
+    throw new DownloadRejected(
+      `${file.url} has sha256 ${got}, not the pinned ${file.sha256} (${received} bytes).`,
+      'a mirror serving other files, or a file altered in transit or at rest: nothing was installed. ' +
+        'Point the mirror at the official files, or build from source with KUBE_OPERATORS_BINARIES=build.',
+    );
+  }
+  const seconds = (Date.now() - started) / 1000;
+  opts.log(
+    `downloaded ${file.binary}: ${megabytes(received)} in ${seconds.toFixed(1)} s ` +
+      `(${megabytes(received / Math.max(seconds, 0.001))}/s), sha256 verified`,
+  );
+}
+
+/** Takes one member out of a verified `.tar.gz` with the system's tar (in every Debian and macOS). */
+async function extractMember(
+  file: ReleaseFile,
+  archive: string,
+  workDir: string,
+  target: string,
+): Promise<void> {
+  const member = file.member as string;
+  const into = join(workDir, `.${file.binary}.extract`);
+  await rm(into, { recursive: true, force: true });
+  await mkdir(into, { recursive: true });
+  try {
+    await exec('tar', ['-xzf', archive, '-C', into, member]);
+  } catch (err) {
+    throw new DownloadRejected(
+      `${file.url} matches its checksum but tar could not take ${member} out of it: ` +
+        `${((err as { stderr?: string }).stderr ?? String(err)).trim()}.`,
+      'the pinned archive layout is wrong for this version; fix the member path in packages/controlplane/src/releases.ts.',
+    );
+  }
+  try {
+    await rename(join(into, member), target);
+  } finally {
+    await rm(into, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The sha256 of the file at `url`, streamed and never written: what a maintainer pins in
+ * versions.ts after comparing it with the release's published checksums.
+ */
+export async function sha256OfUrl(
+  url: string,
+  timeoutMs: number,
+): Promise<{ sha256: string; bytes: number }> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' }).catch(
+    (err: unknown) => {
+      throw new DownloadUnavailable(
+        `downloading ${url}: ${describeNetworkError(err)}.`,
+        'check the network or the mirror.',
+      );
+    },
+  );
+  if (!response.ok || response.body === null) {
+    throw new DownloadUnavailable(
+      `downloading ${url}: HTTP ${response.status}.`,
+      'check the version and the mirror.',
+    );
+  }
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    hash.update(chunk);
+    bytes += chunk.byteLength;
+  }
+  return { sha256: hash.digest('hex'), bytes };
+}
