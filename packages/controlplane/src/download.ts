@@ -19,6 +19,8 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { chmod, mkdir, rename, rm } from 'node:fs/promises';
+import { get as httpGet, type IncomingMessage } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ControlPlaneError } from './errors.ts';
@@ -53,9 +55,10 @@ export class DownloadUnavailable extends ControlPlaneError {}
 /** The file arrived complete and is not the pinned one. */
 export class DownloadRejected extends ControlPlaneError {}
 
+/** `ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:9)`: the code first, for the reader and for tests. */
 function describeNetworkError(err: unknown): string {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.cause?.code) return `${e.cause.code}${e.cause.message ? ` (${e.cause.message})` : ''}`;
+  const e = err as { message?: string; code?: string };
+  if (e.code) return `${e.code}${e.message ? ` (${e.message})` : ''}`;
   return e.message ?? String(err);
 }
 
@@ -89,36 +92,73 @@ export async function downloadRelease(
   }
 }
 
+/** How many redirects a release host may send (GitHub's release links redirect once). */
+const MAX_REDIRECTS = 5;
+
+/**
+ * Opens `url` with node:http(s), following redirects, and resolves with the response
+ * once its headers arrive. Not `fetch`: undici (Node 24.21) throws an uncaught internal
+ * assertion (`assert(!this.paused)`, in `Parser.finish`) when a server closes the
+ * connection at the end of a body the reader has paused, which HTTP/1.0 servers and
+ * simple mirrors do; that crashed the whole process in this project's bench.
+ */
+function openResponse(
+  url: string,
+  connectTimeoutMs: number,
+  redirectsLeft = MAX_REDIRECTS,
+): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const get = target.protocol === 'https:' ? httpsGet : httpGet;
+    const req = get(target, { headers: { 'user-agent': 'kube-operators-ts-controlplane' } });
+    const timer = setTimeout(
+      () => req.destroy(new Error(`no answer within ${connectTimeoutMs} ms`)),
+      connectTimeoutMs,
+    );
+    req.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.once('response', (res) => {
+      clearTimeout(timer);
+      const status = res.statusCode ?? 0;
+      const location = res.headers.location;
+      if (status >= 300 && status < 400 && location) {
+        res.resume();
+        if (redirectsLeft === 0) {
+          reject(new Error(`more than ${MAX_REDIRECTS} redirects`));
+          return;
+        }
+        openResponse(new URL(location, target).href, connectTimeoutMs, redirectsLeft - 1).then(
+          resolve,
+          reject,
+        );
+        return;
+      }
+      resolve(res);
+    });
+  });
+}
+
 async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOptions): Promise<void> {
-  const controller = new AbortController();
-  let abortReason = '';
-  const abort = (why: string): void => {
-    abortReason = why;
-    controller.abort();
-  };
-  const connectTimer = setTimeout(
-    () => abort(`no answer within ${opts.connectTimeoutMs} ms`),
-    opts.connectTimeoutMs,
-  );
   const unavailable = (why: string): DownloadUnavailable =>
     new DownloadUnavailable(
       `downloading ${file.url}: ${why}.`,
       'check the network or the mirror set for it, or build from source with KUBE_OPERATORS_BINARIES=build.',
     );
-  let response: Response;
+  let response: IncomingMessage;
   try {
-    response = await fetch(file.url, { signal: controller.signal, redirect: 'follow' });
+    response = await openResponse(file.url, opts.connectTimeoutMs);
   } catch (err) {
-    throw unavailable(abortReason || describeNetworkError(err));
-  } finally {
-    clearTimeout(connectTimer);
+    throw unavailable(describeNetworkError(err));
   }
-  if (!response.ok || response.body === null) {
-    await response.body?.cancel().catch(() => undefined);
-    throw unavailable(`the server answered HTTP ${response.status} ${response.statusText}`.trim());
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status >= 300) {
+    response.resume();
+    throw unavailable(`the server answered HTTP ${status} ${response.statusMessage ?? ''}`.trim());
   }
 
-  const total = Number(response.headers.get('content-length') ?? Number.NaN);
+  const total = Number(response.headers['content-length'] ?? Number.NaN);
   const hash = createHash('sha256');
   const out = createWriteStream(path);
   // A full disk or a read-only cache: reported below as what it is, not as a crash.
@@ -128,7 +168,10 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
   });
   const started = Date.now();
   let received = 0;
-  let stall = setTimeout(() => abort(`no data for ${opts.stallTimeoutMs} ms`), opts.stallTimeoutMs);
+  const stalled = (): void => {
+    response.destroy(new Error(`no data for ${opts.stallTimeoutMs} ms`));
+  };
+  let stall = setTimeout(stalled, opts.stallTimeoutMs);
   const progress = setInterval(() => {
     const seconds = (Date.now() - started) / 1000;
     opts.log(
@@ -137,9 +180,9 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
     );
   }, opts.progressEveryMs ?? 5_000);
   try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
       clearTimeout(stall);
-      stall = setTimeout(() => abort(`no data for ${opts.stallTimeoutMs} ms`), opts.stallTimeoutMs);
+      stall = setTimeout(stalled, opts.stallTimeoutMs);
       received += chunk.byteLength;
       hash.update(chunk);
       if (writeError) break;
@@ -157,7 +200,7 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
     }
   } catch (err) {
     throw unavailable(
-      `${abortReason || describeNetworkError(err)} after ${megabytes(received)}` +
+      `${describeNetworkError(err)} after ${megabytes(received)}` +
         `${Number.isFinite(total) ? ` of ${megabytes(total)}` : ''}`,
     );
   } finally {
@@ -224,23 +267,20 @@ export async function sha256OfUrl(
   url: string,
   timeoutMs: number,
 ): Promise<{ sha256: string; bytes: number }> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' }).catch(
-    (err: unknown) => {
-      throw new DownloadUnavailable(
-        `downloading ${url}: ${describeNetworkError(err)}.`,
-        'check the network or the mirror.',
-      );
-    },
-  );
-  if (!response.ok || response.body === null) {
+  const response = await openResponse(url, timeoutMs).catch((err: unknown) => {
     throw new DownloadUnavailable(
-      `downloading ${url}: HTTP ${response.status}.`,
-      'check the version and the mirror.',
+      `downloading ${url}: ${describeNetworkError(err)}.`,
+      'check the network or the mirror.',
     );
+  });
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status >= 300) {
+    response.resume();
+    throw new DownloadUnavailable(`downloading ${url}: HTTP ${status}.`, 'check the version and the mirror.');
   }
   const hash = createHash('sha256');
   let bytes = 0;
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of response as AsyncIterable<Buffer>) {
     hash.update(chunk);
     bytes += chunk.byteLength;
   }

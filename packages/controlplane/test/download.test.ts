@@ -34,7 +34,11 @@ type Route =
   /** Announces the whole length, sends half, and closes. */
   | { kind: 'truncated'; path: string }
   /** Accepts the request and never answers. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** 302 to another path, as GitHub's release links do. */
+  | { kind: 'redirect'; to: string }
+  /** No length announced: the body ends when the server closes the connection (HTTP/1.0 style). */
+  | { kind: 'close'; path: string };
 
 class StandInReleaseHost {
   readonly routes = new Map<string, Route>();
@@ -75,6 +79,15 @@ class StandInReleaseHost {
       return;
     }
     if (route.kind === 'hang') return;
+    if (route.kind === 'redirect') {
+      res.writeHead(302, { location: route.to }).end();
+      return;
+    }
+    if (route.kind === 'close') {
+      res.writeHead(200, { connection: 'close', 'content-type': 'application/octet-stream' });
+      res.end(readFileSync(route.path));
+      return;
+    }
     const body = readFileSync(route.path);
     res.writeHead(200, { 'content-length': body.length, 'content-type': 'application/octet-stream' });
     if (route.kind === 'file') {
@@ -181,6 +194,22 @@ describe('binaries: the download path, against a stand-in release host', () => {
       lines.some((l) => /downloaded helm: [\d.]+ MB in [\d.]+ s \([\d.]+ MB\/s\), sha256 verified/.test(l)),
       lines.join('\n'),
     );
+  });
+
+  it('a redirect (as GitHub release links send) is followed, and a body ended by closing the connection is read whole', async () => {
+    await emptyCache();
+    host.routes.set(helmPath, { kind: 'redirect', to: '/objects/helm.tar.gz' });
+    host.routes.set('/objects/helm.tar.gz', { kind: 'close', path: helmArchive() });
+    const dir = await obtain(
+      'helm',
+      () => {},
+      options({
+        mode: 'download',
+        checksums: checksums({ helm: sha256sum(helmArchive()) }),
+        build: refuseToBuild,
+      }),
+    );
+    assert.match(execFileSync(join(dir, 'helm'), ['version', '--short'], { encoding: 'utf8' }), /^v3\./);
   });
 
   it('raw release binaries (the Kubernetes layout) and an etcd archive install and run', async (t) => {
