@@ -28,17 +28,13 @@ import {
   releaseLocation,
 } from '../packages/controlplane/src/releases.ts';
 import { RELEASE_SHA256 } from '../packages/controlplane/src/versions.ts';
+import { median } from './support/median.ts';
 
 const execFileP = promisify(execFile);
 const TARGET_S = 30;
 const PLATFORM = 'linux/amd64' as const;
 const say = (s: string): void => {
   process.stdout.write(`${s}\n`);
-};
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 };
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' } } });

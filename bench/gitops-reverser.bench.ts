@@ -71,6 +71,7 @@ import { sanitize, toYaml } from '../operators/gitops-reverser/src/domain/mirror
 import type { BranchWriter } from '../operators/gitops-reverser/src/git/writer.ts';
 import { createOperator, type Operator } from '../operators/gitops-reverser/src/operator.ts';
 import { git, initBare } from '../operators/gitops-reverser/test/support/git-fixtures.ts';
+import { median } from './support/median.ts';
 import { pool } from './support/widget-baseline.ts';
 
 /**
@@ -808,11 +809,6 @@ async function cacheCost(kubeconfig: string, ns: string): Promise<{ heapBytes: n
 /** A private plane: its processes are ours to measure. */
 type PlaneEnv = TestEnv & { plane: ControlPlane };
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 const quantile = (sorted: readonly number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 

@@ -28,6 +28,7 @@ import { KubeClient } from '@operators/kit';
 import { dependencyManifests } from '../packages/images/src/app.ts';
 import { readManifest } from '../packages/images/src/build.ts';
 import { IMAGES } from '../packages/images/src/catalog.ts';
+import { median } from './support/median.ts';
 
 const execFileP = promisify(execFile);
 const repo = join(import.meta.dirname, '..');
@@ -39,11 +40,6 @@ const say = (s: string): void => {
   process.stdout.write(`${s}\n`);
 };
 const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 const seconds = async (f: () => Promise<unknown>): Promise<number> => {
   const t0 = performance.now();
   await f();

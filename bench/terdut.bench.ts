@@ -113,6 +113,7 @@ import {
 import { Reason } from '../operators/terdut/src/domain/reasons.ts';
 import { createOperator, type Operator } from '../operators/terdut/src/operator.ts';
 import { type StandIn, startStandIn } from '../operators/terdut/src/server/stand-in.ts';
+import { median } from './support/median.ts';
 import { pool } from './support/widget-baseline.ts';
 
 const { values: flags } = parseArgs({
@@ -611,12 +612,6 @@ async function settle(plane: ControlPlane): Promise<void> {
     if (busy() - before < 50) return;
   }
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 // ---------------------------------------------------------------------------------------
 // The operator run

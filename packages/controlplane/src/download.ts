@@ -140,24 +140,32 @@ function openResponse(
   });
 }
 
-async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOptions): Promise<void> {
-  const unavailable = (why: string): DownloadUnavailable =>
-    new DownloadUnavailable(
-      `downloading ${file.url}: ${why}.`,
-      'check the network or the mirror set for it, or build from source with KUBE_OPERATORS_BINARIES=build.',
-    );
+/** The network's failures, in the words both the installer and `checksums` report. */
+function unavailable(url: string, why: string): DownloadUnavailable {
+  return new DownloadUnavailable(
+    `downloading ${url}: ${why}.`,
+    'check the network or the mirror set for it, or build from source with KUBE_OPERATORS_BINARIES=build.',
+  );
+}
+
+/** A 2xx response for `url`, or {@link DownloadUnavailable} saying why there is none. */
+async function openOk(url: string, connectTimeoutMs: number): Promise<IncomingMessage> {
   let response: IncomingMessage;
   try {
-    response = await openResponse(file.url, opts.connectTimeoutMs);
+    response = await openResponse(url, connectTimeoutMs);
   } catch (err) {
-    throw unavailable(describeNetworkError(err));
+    throw unavailable(url, describeNetworkError(err));
   }
   const status = response.statusCode ?? 0;
   if (status < 200 || status >= 300) {
     response.resume();
-    throw unavailable(`the server answered HTTP ${status} ${response.statusMessage ?? ''}`.trim());
+    throw unavailable(url, `the server answered HTTP ${status} ${response.statusMessage ?? ''}`.trim());
   }
+  return response;
+}
 
+async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOptions): Promise<void> {
+  const response = await openOk(file.url, opts.connectTimeoutMs);
   const total = Number(response.headers['content-length'] ?? Number.NaN);
   const hash = createHash('sha256');
   const out = createWriteStream(path);
@@ -200,6 +208,7 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
     }
   } catch (err) {
     throw unavailable(
+      file.url,
       `${describeNetworkError(err)} after ${megabytes(received)}` +
         `${Number.isFinite(total) ? ` of ${megabytes(total)}` : ''}`,
     );
@@ -215,7 +224,7 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
     );
   }
   if (Number.isFinite(total) && received !== total) {
-    throw unavailable(`the connection closed after ${received} of ${total} bytes`);
+    throw unavailable(file.url, `the connection closed after ${received} of ${total} bytes`);
   }
   const got = hash.digest('hex');
   if (got !== file.sha256.toLowerCase()) {
@@ -267,17 +276,7 @@ export async function sha256OfUrl(
   url: string,
   timeoutMs: number,
 ): Promise<{ sha256: string; bytes: number }> {
-  const response = await openResponse(url, timeoutMs).catch((err: unknown) => {
-    throw new DownloadUnavailable(
-      `downloading ${url}: ${describeNetworkError(err)}.`,
-      'check the network or the mirror.',
-    );
-  });
-  const status = response.statusCode ?? 0;
-  if (status < 200 || status >= 300) {
-    response.resume();
-    throw new DownloadUnavailable(`downloading ${url}: HTTP ${status}.`, 'check the version and the mirror.');
-  }
+  const response = await openOk(url, timeoutMs);
   const hash = createHash('sha256');
   let bytes = 0;
   for await (const chunk of response as AsyncIterable<Buffer>) {
