@@ -1,32 +1,23 @@
 /**
- * Builds the Go tools some tests check our output against (sops, OPA) while the test run
- * starts, instead of inside the first test that needs each: on a new machine that is
- * several minutes of compiling that would otherwise stall the run. `scripts/test.ts`
- * starts this niced beside `node --test`; a test that needs a tool before its build ends
- * waits on the build's lock (goToolBinary), so nothing is built twice. On a machine that
- * has them cached, it returns at once.
+ * Obtains the tools some tests need beyond the control plane (helm, sops, OPA, promtool,
+ * the registry) while the test run goes on, instead of inside the first test that needs
+ * each: on a new machine that is many minutes of compiling that would otherwise stall the
+ * run. `scripts/test.ts` starts this niced beside `node --test`; the shared plane waits
+ * only for its own binaries (resolvePlaneBinaries), the files that need no tool run first,
+ * and a test that needs a tool before it is ready waits on the tool's lock, so nothing is
+ * built twice. On a machine that has them cached, it returns at once.
  *
- * Arguments: the selected test files; a tool is built only if one of them needs it.
+ * Arguments: the selected test files; a tool is obtained only if one of them needs it.
  */
-import { type GoTool, goToolBinary } from '@operators/controlplane';
-import { SOPS_TOOL } from '../operators/gitops-reverser/test/support/sops-binary.ts';
-import { OPA_TOOL } from '../operators/permissions/test/support/opa-binary.ts';
-import { REGISTRY_TOOL } from '../packages/controlplane/src/registry.ts';
-
-/** Which test folders use which tool. */
-const TOOLS: readonly { readonly tool: GoTool; readonly usedBy: string }[] = [
-  { tool: SOPS_TOOL, usedBy: 'operators/gitops-reverser/test/' },
-  { tool: OPA_TOOL, usedBy: 'operators/permissions/test/' },
-  { tool: REGISTRY_TOOL, usedBy: 'packages/controlplane/test/registry' },
-];
+import { TEST_TOOLS } from './test-tools.ts';
 
 const files = process.argv.slice(2);
-for (const { tool, usedBy } of TOOLS) {
-  if (!files.some((f) => f.startsWith(usedBy))) continue;
+for (const { name, usedBy, get } of TEST_TOOLS) {
+  if (!files.some((f) => usedBy.test(f))) continue;
   try {
-    await goToolBinary(tool, (m) => process.stderr.write(`[prebuild ${tool.name}] ${m}\n`));
+    await get((m) => process.stderr.write(`[prebuild ${name}] ${m}\n`));
   } catch (err) {
-    // The test that needs it builds it again and fails with the full error there.
-    process.stderr.write(`[prebuild ${tool.name}] ${err instanceof Error ? err.message : String(err)}\n`);
+    // The test that needs it tries again and fails with the full error there.
+    process.stderr.write(`[prebuild ${name}] ${err instanceof Error ? err.message : String(err)}\n`);
   }
 }

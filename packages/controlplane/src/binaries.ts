@@ -51,7 +51,8 @@ import {
 
 const exec = promisify(execFile);
 
-export interface Binaries {
+/** What a control plane runs, and the kubectl that talks to it. */
+export interface PlaneBinaries {
   readonly kubeApiserver: string;
   /**
    * Run on request: garbage collection, namespace deletion, ClusterRole aggregation,
@@ -60,6 +61,10 @@ export interface Binaries {
   readonly kubeControllerManager: string | undefined;
   readonly etcd: string;
   readonly kubectl: string;
+}
+
+/** The plane's binaries and the tools the tests check our charts with. */
+export interface Binaries extends PlaneBinaries {
   readonly helm: string;
   /** Prometheus's rule checker, for the charts' PrometheusRules. */
   readonly promtool: string;
@@ -222,17 +227,36 @@ const buildFromSource: Builder = (component, version, dest, log) => {
 };
 
 /**
- * Returns the binaries, fetching or building what is missing. The first build takes many
- * minutes on two cores and reports progress through `log`; a download takes seconds;
- * later calls return in milliseconds.
+ * Returns all six binaries, fetching or building what is missing. The first build takes
+ * many minutes on two cores and reports progress through `log`; a download takes
+ * seconds; later calls return in milliseconds.
  */
 export async function resolveBinaries(log: Log = defaultLog, opts: ObtainOptions = {}): Promise<Binaries> {
+  const plane = await resolvePlaneBinaries(log, opts);
+  const helm = (await fromAssets('helm')) ?? join(await obtain('helm', log, opts), 'helm');
+  const promtool = (await fromAssets('promtool')) ?? join(await obtain('promtool', log, opts), 'promtool');
+  return { ...plane, helm, promtool };
+}
+
+/** A binary of the `KUBEBUILDER_ASSETS` folder, if it is set and holds that one. */
+async function fromAssets(name: string): Promise<string | undefined> {
   const assets = process.env.KUBEBUILDER_ASSETS;
-  const fromAssets = async (name: string): Promise<string | undefined> => {
-    if (!assets) return undefined;
-    const p = join(assets, name);
-    return (await isExecutable(p)) ? p : undefined;
-  };
+  if (!assets) return undefined;
+  const p = join(assets, name);
+  return (await isExecutable(p)) ? p : undefined;
+}
+
+/**
+ * Returns only what a control plane needs: kube-apiserver, kube-controller-manager, etcd
+ * and kubectl. A plane never waits on helm or promtool, so on a new machine the tests and
+ * `npm run up` start while those two are still being built beside them (the test run
+ * prebuilds them; a test that needs one waits on its lock).
+ */
+export async function resolvePlaneBinaries(
+  log: Log = defaultLog,
+  opts: ObtainOptions = {},
+): Promise<PlaneBinaries> {
+  const assets = process.env.KUBEBUILDER_ASSETS;
   if (assets && !existsSync(assets)) {
     throw new ControlPlaneError(
       `KUBEBUILDER_ASSETS names ${assets}, which does not exist.`,
@@ -252,9 +276,7 @@ export async function resolveBinaries(log: Log = defaultLog, opts: ObtainOptions
     kubeControllerManager ??= join(k8sDir, 'kube-controller-manager');
   }
   const etcd = (await fromAssets('etcd')) ?? join(await obtain('etcd', log, opts), 'etcd');
-  const helm = (await fromAssets('helm')) ?? join(await obtain('helm', log, opts), 'helm');
-  const promtool = (await fromAssets('promtool')) ?? join(await obtain('promtool', log, opts), 'promtool');
-  return { kubeApiserver, kubeControllerManager, etcd, kubectl, helm, promtool };
+  return { kubeApiserver, kubeControllerManager, etcd, kubectl };
 }
 
 /** The binaries built from k8s.io/kubernetes, in one `go build` so they share its compiled packages. */

@@ -25,7 +25,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Binaries, type Log, resolveBinaries } from './binaries.ts';
+import { type Log, type PlaneBinaries, resolvePlaneBinaries } from './binaries.ts';
 import {
   type ControllerManagerOptions,
   controllerManagerArgs,
@@ -66,7 +66,7 @@ export interface Endpoint {
 export class ControlPlane {
   /** The plane's folder: certificates, kubeconfig, etcd data, logs. */
   readonly dir: string;
-  readonly binaries: Binaries;
+  readonly binaries: PlaneBinaries;
   readonly pki: Pki;
   /** `https://127.0.0.1:<port>` */
   readonly url: string;
@@ -81,7 +81,7 @@ export class ControlPlane {
 
   private constructor(init: {
     dir: string;
-    binaries: Binaries;
+    binaries: PlaneBinaries;
     pki: Pki;
     apiPort: number;
     etcdUrl: string;
@@ -101,7 +101,7 @@ export class ControlPlane {
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
     const log = opts.log ?? ((m: string) => process.stderr.write(`[controlplane] ${m}\n`));
     sweepAbandonedFolders();
-    const binaries = await resolveBinaries(log);
+    const binaries = await resolvePlaneBinaries(log);
     if (controllersOf(opts.controllerManager).length > 0 && !binaries.kubeControllerManager) {
       throw new ControlPlaneError(
         `this plane asks for kube-controller-manager, and KUBEBUILDER_ASSETS (${process.env.KUBEBUILDER_ASSETS}) ` +
@@ -127,7 +127,7 @@ export class ControlPlane {
   }
 
   private static async startOnce(
-    binaries: Binaries,
+    binaries: PlaneBinaries,
     opts: ControlPlaneOptions,
     log: Log,
   ): Promise<ControlPlane> {

@@ -1,4 +1,11 @@
-export { type Binaries, cacheRoot, resolveBinaries } from './binaries.ts';
+export {
+  type Binaries,
+  cacheRoot,
+  obtain,
+  type PlaneBinaries,
+  resolveBinaries,
+  resolvePlaneBinaries,
+} from './binaries.ts';
 export {
   type ControllerManagerOptions,
   DEFAULT_CONTROLLERS,

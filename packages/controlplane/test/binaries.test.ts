@@ -3,11 +3,13 @@
  * first build can fail names its cause and its fix.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveBinaries, stagingModules } from '../src/binaries.ts';
+import { ControlPlane } from '../src/controlplane.ts';
 import { ControlPlaneError } from '../src/errors.ts';
 import { classifyGoFailure, downloadModule } from '../src/go.ts';
 import { KUBERNETES_VERSION } from '../src/versions.ts';
@@ -120,6 +122,56 @@ describe('binaries', () => {
         /KUBEBUILDER_ASSETS names \/nonexistent\/assets/,
       );
     });
+  });
+
+  it('a plane starts on a machine that has no helm or promtool yet, building and waiting for neither', async () => {
+    const real = await resolveBinaries(() => {});
+    const cache = await mkdtemp(join(tmpdir(), 'cold-cache-'));
+    const assets = await mkdtemp(join(tmpdir(), 'plane-assets-'));
+    try {
+      for (const [name, path] of [
+        ['kube-apiserver', real.kubeApiserver],
+        ['kube-controller-manager', real.kubeControllerManager],
+        ['etcd', real.etcd],
+        ['kubectl', real.kubectl],
+      ] as const) {
+        await symlink(path ?? assert.fail(`no ${name}`), join(assets, name));
+      }
+      const logs: string[] = [];
+      // No Go and nothing cached: anything the plane tried to obtain beyond its four
+      // binaries would fail (build mode, no toolchain) instead of starting.
+      await withEnv(
+        {
+          KUBE_OPERATORS_CACHE: cache,
+          KUBEBUILDER_ASSETS: assets,
+          KUBE_OPERATORS_BINARIES: 'build',
+          PATH: '/nonexistent',
+        },
+        async () => {
+          const plane = await ControlPlane.start({ controllerManager: true, log: (m) => logs.push(m) });
+          try {
+            await plane.checkControllerManager();
+            assert.deepEqual(Object.keys(plane.binaries).sort(), [
+              'etcd',
+              'kubeApiserver',
+              'kubeControllerManager',
+              'kubectl',
+            ]);
+          } finally {
+            await plane.stop();
+          }
+        },
+      );
+      assert.equal(
+        logs.find((l) => /helm|promtool|build/.test(l)),
+        undefined,
+        'the plane mentioned a tool it does not run',
+      );
+      assert.equal(existsSync(join(cache, 'bin')), false, 'the plane put something in the binary cache');
+    } finally {
+      await rm(cache, { recursive: true, force: true });
+      await rm(assets, { recursive: true, force: true });
+    }
   });
 
   it('classifies the toolchain failures it cannot provoke here from their own words', () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiErrorReason, isApiError, type KubeObject } from '@operators/kit';
-import { ControlPlane, ControlPlaneError, liveChildren, resolveBinaries } from '../src/index.ts';
+import { ControlPlane, ControlPlaneError, liveChildren, resolvePlaneBinaries } from '../src/index.ts';
 import { eventually, privateTestEnv, type TestEnv } from '../src/testing.ts';
 
 const CONFIGMAP = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
@@ -159,21 +159,20 @@ describe('a plane with kube-controller-manager', () => {
 
 describe('a plane without kube-controller-manager', () => {
   it('starts from a KUBEBUILDER_ASSETS folder without kube-controller-manager, says it runs none, and refuses only a plane that asks for it', async () => {
-    const real = await resolveBinaries(() => {});
+    const real = await resolvePlaneBinaries(() => {});
     const assets = await mkdtemp(join(tmpdir(), 'envtest-assets-'));
     const saved = process.env.KUBEBUILDER_ASSETS;
     try {
-      // An envtest folder: kube-apiserver, etcd and kubectl only (and our helm).
+      // An envtest folder: kube-apiserver, etcd and kubectl only.
       for (const [name, path] of [
         ['kube-apiserver', real.kubeApiserver],
         ['etcd', real.etcd],
         ['kubectl', real.kubectl],
-        ['helm', real.helm],
       ] as const) {
         await writeFile(join(assets, name), `#!/bin/sh\nexec ${path} "$@"\n`, { mode: 0o755 });
       }
       process.env.KUBEBUILDER_ASSETS = assets;
-      const b = await resolveBinaries(() => assert.fail('nothing may be built for an envtest folder'));
+      const b = await resolvePlaneBinaries(() => assert.fail('nothing may be built for an envtest folder'));
       assert.equal(b.kubeControllerManager, undefined);
       const plane = await ControlPlane.start({ log: () => {} });
       try {
@@ -197,7 +196,7 @@ describe('a plane without kube-controller-manager', () => {
   });
 
   it('a controller manager that crashes at start-up is reported with its log, and nothing keeps running', async () => {
-    const real = await resolveBinaries(() => {});
+    const real = await resolvePlaneBinaries(() => {});
     const assets = await mkdtemp(join(tmpdir(), 'assets-'));
     const saved = process.env.KUBEBUILDER_ASSETS;
     try {
@@ -210,7 +209,6 @@ describe('a plane without kube-controller-manager', () => {
         ['kube-apiserver', real.kubeApiserver],
         ['etcd', real.etcd],
         ['kubectl', real.kubectl],
-        ['helm', real.helm],
       ] as const) {
         await writeFile(join(assets, name), `#!/bin/sh\nexec ${path} "$@"\n`, { mode: 0o755 });
       }

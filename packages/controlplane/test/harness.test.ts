@@ -67,8 +67,8 @@ describe('the control plane is a real kube-apiserver', () => {
   it('reports the pinned Kubernetes version, to kubectl as well', async () => {
     const v = await env.admin.transport.request<{ gitVersion: string }>({ method: 'GET', path: '/version' });
     assert.equal(v.gitVersion, KUBERNETES_VERSION);
-    const { resolveBinaries } = await import('../src/binaries.ts');
-    const { kubectl } = await resolveBinaries();
+    const { resolvePlaneBinaries } = await import('../src/binaries.ts');
+    const { kubectl } = await resolvePlaneBinaries();
     const { stdout } = await exec(kubectl, ['--kubeconfig', env.kubeconfigPath, 'version', '-o', 'json']);
     const out = JSON.parse(stdout) as {
       serverVersion: { gitVersion: string };

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiErrorReason, isApiError, KubeClient, resourcePath, watch } from '@operators/kit';
-import { ControlPlane, ControlPlaneError, liveChildren, resolveBinaries } from '../src/index.ts';
+import { ControlPlane, ControlPlaneError, liveChildren, resolvePlaneBinaries } from '../src/index.ts';
 
 function alive(pid: number | undefined): boolean {
   if (!pid) return false;
@@ -139,7 +139,7 @@ describe('start-up failures give one clear error and leave nothing half-started'
   });
 
   it('an etcd that crashes at start-up is reported with its log, and nothing keeps running', async () => {
-    const real = await resolveBinaries(() => {});
+    const real = await resolvePlaneBinaries(() => {});
     const assets = await mkdtemp(join(tmpdir(), 'assets-'));
     const saved = process.env.KUBEBUILDER_ASSETS;
     try {
@@ -150,11 +150,10 @@ describe('start-up failures give one clear error and leave nothing half-started'
           mode: 0o755,
         },
       );
-      // The real apiserver, kubectl and helm: only etcd is broken.
+      // The real apiserver and kubectl: only etcd is broken.
       for (const [name, path] of [
         ['kube-apiserver', real.kubeApiserver],
         ['kubectl', real.kubectl],
-        ['helm', real.helm],
       ] as const) {
         await writeFile(join(assets, name), `#!/bin/sh\nexec ${path} "$@"\n`, { mode: 0o755 });
       }
