@@ -233,13 +233,15 @@ describe("the chart's RBAC on a real apiserver", () => {
     // A team beside the server, and a team in the consenting namespace (a mirror there).
     // The server refuses the first two creates of a team: the same Warning twice is one
     // Event whose series the recorder patches (at the latest when the manager stops).
+    // The second team is created only once the first is Ready: both POST /api/teams, and
+    // on a loaded machine its first create could otherwise take the second refusal.
     standIn.failNext(2, { method: 'POST', path: /^\/api\/teams$/ });
     await create(TERDUT_TEAM, release, 'sre', { serverRef: { name: 'terdut' }, displayName: 'SRE' });
+    await ready(TERDUT_TEAM, release, 'sre');
     await create(TERDUT_TEAM, consumer, 'platform', {
       serverRef: { name: 'terdut', namespace: release },
       displayName: 'Platform',
     });
-    await ready(TERDUT_TEAM, release, 'sre');
     await ready(TERDUT_TEAM, consumer, 'platform');
     const mirror = `terdut.${release}-terdut-credentials`;
     assert.ok(

@@ -200,6 +200,95 @@ describe('faults, against the terdut-server stand-in (contract-faithful, not the
     );
   });
 
+  // A reconcile may read its object from a cache that has not yet seen its own previous
+  // status write: the status then names a server object that reconcile replaced, while the
+  // replacement holds the name. Played here with the operator stopped, the server's objects
+  // changed by hand, and the operator started again.
+  it('a switch whose recorded ID is gone while one of its name and values is on the team (as a reconcile reading its own stale status finds) is adopted, not retried forever', async () => {
+    await h.stopOperator();
+    const sw = await h.get(KINDS.deadman, ns, 'wd');
+    const teamId = sw?.status?.teamID as number;
+    await serverCall(standIn, 'DELETE', `/api/teams/${teamId}/deadman-switches/${sw?.status?.switchID}`, key);
+    const made = await serverCall(standIn, 'POST', `/api/teams/${teamId}/deadman-switches`, key, {
+      name: 'wd',
+      matcher: 'alertname=Watchdog',
+      timeout_seconds: 900,
+      severity: 'warning',
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    const madeId = (made.json as { id: number }).id;
+    await h.startOperator();
+    await h.until(
+      KINDS.deadman,
+      ns,
+      'wd',
+      `Ready on switch ${madeId}`,
+      (o) => o.status?.switchID === madeId && condition(o, 'Ready')?.status === 'True',
+    );
+    const list = await serverGet<{ id: number }[]>(standIn, `/api/teams/${teamId}/deadman-switches`, key);
+    assert.deepEqual(
+      list.map((x) => x.id),
+      [madeId],
+      'the switch on the server is the adopted one, alone',
+    );
+    const adopted = (await h.events(ns, 'wd')).filter((e) => e.reason === 'Adopted');
+    assert.match(adopted.map((e) => e.message).join('\n'), new RegExp(`switch ${madeId} `));
+  });
+
+  it('an integration whose recorded ID is gone while the one its Secret names is on the team (as a reconcile reading its own stale status finds) is adopted in one pass: no new key, no refused create', async () => {
+    await h.stopOperator();
+    const src = await h.get(KINDS.alertSource, ns, 'am');
+    const teamId = src?.status?.teamID as number;
+    await serverCall(
+      standIn,
+      'DELETE',
+      `/api/teams/${teamId}/integrations/${src?.status?.integrationID}`,
+      key,
+    );
+    const made = await serverCall(standIn, 'POST', `/api/teams/${teamId}/integrations`, key, {
+      name: 'am',
+      kind: src?.spec?.kind,
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    const integration = made.json as { id: number; url: string; key: string };
+    const b64 = (v: string) => Buffer.from(v).toString('base64');
+    // The Secret as the previous reconcile left it: its key is written first, after each create.
+    await h.admin.patch(SECRET, 'am-terdut-webhook', ns, {
+      type: 'merge',
+      body: {
+        data: {
+          url: b64(integration.url),
+          key: b64(integration.key),
+          integrationID: b64(String(integration.id)),
+        },
+      },
+    });
+    await h.startOperator();
+    await h.until(
+      KINDS.alertSource,
+      ns,
+      'am',
+      `Ready on integration ${integration.id}`,
+      (o) => o.status?.integrationID === integration.id && condition(o, 'Ready')?.status === 'True',
+    );
+    const list = await serverGet<{ id: number }[]>(standIn, `/api/teams/${teamId}/integrations`, key);
+    assert.deepEqual(
+      list.map((x) => x.id),
+      [integration.id],
+      'the adopted integration, alone',
+    );
+    const secret = await webhookSecret();
+    assert.equal(secret.data?.key, b64(integration.key), 'the key senders hold still works: no rotation');
+    const ingest = await serverCall(standIn, 'POST', `/ingest/${integration.id}`, integration.key, {});
+    assert.equal(ingest.status, 202);
+    const failed = (await h.events(ns, 'am')).filter((e) => /already taken/.test(e.message ?? ''));
+    assert.deepEqual(
+      failed.map((e) => `${e.reason}: ${e.message}`),
+      [],
+      'adopted in the first pass, not after a refused create and a SyncFailed Warning',
+    );
+  });
+
   it('a team deleted on the server is created again, and its children with it', async () => {
     const old = await h.get(KINDS.team, ns, 'dropped');
     await serverCall(standIn, 'DELETE', `/api/teams/${old?.status?.teamID}`, key);

@@ -115,28 +115,74 @@ export function addTerdutAlertSourceController(
         applied: id === undefined ? undefined : applied,
         webhookURLSecretRef: id === undefined ? undefined : { name: secretName },
       });
-      /** Deletes `old` (if any) and creates the integration anew, its key kept first. */
-      const replace = async (old: number | undefined): Promise<void> => {
+      /**
+       * Deletes `old` (if any) and creates the integration anew, its key kept first. A 409
+       * means an integration of its name is on the team: when the Secret on the apiserver
+       * holds its ID, it is the one this controller made in its previous reconcile, read
+       * here through a status older than that reconcile's write (the cache lags its own
+       * writes), and it is adopted; otherwise its key is lost and it is replaced.
+       */
+      const replace = async (old: number | undefined): Promise<'Created' | 'Adopted'> => {
         if (old !== undefined) await deleteQuietly(api, teamID, old);
         id = undefined;
-        id = (await createKept(api, teamID, src, ctx)).id;
+        try {
+          id = (await createKept(api, teamID, src, ctx)).id;
+        } catch (err) {
+          if (!isStatus(err, 409)) throw err;
+          const named = (await api.listIntegrations(teamID, src.spec.name)).find(
+            (i) => i.name === src.spec.name,
+          );
+          const held = tools
+            .siblings(src)
+            .some((o) => o.metadata.name !== src.metadata.name && o.status?.integrationID === named?.id);
+          if (!named || held) throw err;
+          const kept = secretValue(
+            await ctx.client.find(SECRET_GVK, secretName, ns),
+            WEBHOOK_KEYS.integrationID,
+          );
+          if (kept === String(named.id) && named.kind === src.spec.kind) {
+            id = named.id;
+            applied = current;
+            return 'Adopted';
+          }
+          await deleteQuietly(api, teamID, named.id);
+          id = (await createKept(api, teamID, src, ctx)).id;
+        }
         applied = current;
+        return 'Created';
+      };
+      /** A Warning for a replacement; an Adopted Event when `replace` found ours already there. */
+      const replaced = (how: 'Created' | 'Adopted', note: string): void => {
+        if (how === 'Created') {
+          warn(note);
+          return;
+        }
+        recorder.event(src, {
+          type: EventType.Normal,
+          reason: EventReason.Adopted,
+          action: 'Adopt',
+          note: `integration ${id}, its key already in Secret ${secretName}`,
+        });
       };
       try {
         if (id !== undefined) {
           const old = id;
           const live = (await api.listIntegrations(teamID)).find((i) => i.id === old);
           if (!live) {
-            await replace(undefined);
-            warn(`integration ${old} was gone from team ${teamID}: created again as ${id}`);
+            const how = await replace(undefined);
+            replaced(how, `integration ${old} was gone from team ${teamID}: created again as ${id}`);
           } else if (applied?.kind !== src.spec.kind || live.kind !== src.spec.kind) {
-            await replace(old);
-            warn(
+            const how = await replace(old);
+            replaced(
+              how,
               `kind changed to ${src.spec.kind}: integration ${old} deleted and ${id} created, with a new key (senders using the old one are refused)`,
             );
           } else if (secretId !== old) {
-            await replace(old);
-            warn(`Secret ${secretName} was missing or held another key: integration ${old} rotated to ${id}`);
+            const how = await replace(old);
+            replaced(
+              how,
+              `Secret ${secretName} was missing or held another key: integration ${old} rotated to ${id}`,
+            );
           } else if (live.name !== src.spec.name) {
             await api.renameIntegration(teamID, old, src.spec.name);
             applied = current;
@@ -183,8 +229,10 @@ export function addTerdutAlertSourceController(
               await tools.write(ctx, src, {}, { ok: false, reason: Reason.NameConflict, message });
               return { requeueAfterMs: tools.resyncMs };
             }
-            await replace(existing?.id);
-            if (existing) {
+            const how = await replace(existing?.id);
+            if (how === 'Adopted') {
+              replaced(how, '');
+            } else if (existing) {
               warn(
                 `integration "${existing.name}" (${existing.id}) had no key on record (a create whose answer was lost): replaced by ${id}`,
               );

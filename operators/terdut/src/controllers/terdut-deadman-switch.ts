@@ -1,11 +1,12 @@
 /**
  * The TerdutDeadmanSwitch reconciler (DESIGN §4.4, §5): the server can only create and
  * delete a switch, so any change but the name is a delete and a create, decided against
- * what status says was applied (normalised: `15m` and `900s` agree). A create whose
- * answer was lost is adopted by name (409), unless another CR holds that ID. A switch
- * gone from the server (deleted there, or with its team) is created again.
+ * what status says was applied (normalised: `15m` and `900s` agree). Every create goes
+ * through `place`: a 409 (a create whose answer was lost, or a status read from a cache
+ * older than this controller's last write) is adopted by name, unless another CR holds
+ * that ID. A switch gone from the server (deleted there, or with its team) is created again.
  */
-import { type Controller, EventType, type Manager } from '@operators/kit';
+import { type Controller, type EventInput, EventType, type Manager } from '@operators/kit';
 import {
   TERDUT_DEADMAN_SWITCH,
   type TerdutDeadmanSwitch,
@@ -24,6 +25,13 @@ const create = (api: TerdutApi, teamID: number, name: string, v: SwitchValues): 
     timeout_seconds: v.timeoutSeconds,
     severity: v.severity,
   });
+
+/** What creating a switch came to (see `place`). */
+type Placed =
+  | { readonly kind: 'Created' }
+  | { readonly kind: 'Adopted' }
+  | { readonly kind: 'Replaced'; readonly old: number }
+  | { readonly kind: 'Held'; readonly message: string };
 
 export function addTerdutDeadmanSwitchController(
   manager: Manager,
@@ -57,6 +65,69 @@ export function addTerdutDeadmanSwitchController(
         applied = valuesOf(s);
       };
       const name = sw.spec.name;
+      /**
+       * Creates the switch. A 409 means a switch of its name is on the team already: a
+       * create whose answer was lost, or the switch this controller made in its previous
+       * reconcile when this one reads a status older than that reconcile's write (the
+       * cache lags its own writes). It is adopted when its values are the spec's, replaced
+       * when not, and left alone when another CR holds it.
+       */
+      const place = async (): Promise<Placed> => {
+        let taken: unknown;
+        try {
+          made(await create(api, teamID, name, desired));
+          return { kind: 'Created' };
+        } catch (err) {
+          if (!isStatus(err, 409)) throw err;
+          taken = err;
+        }
+        const found = (await api.listSwitches(teamID, name)).find((s) => s.name === name);
+        if (!found) throw taken; // Deleted meanwhile: the retry finds the name free.
+        const holder = tools
+          .siblings(sw)
+          .find(
+            (o) =>
+              o.metadata.name !== sw.metadata.name &&
+              o.status?.switchID === found.id &&
+              o.status?.teamID === teamID,
+          );
+        if (holder) {
+          return {
+            kind: 'Held',
+            message: `switch "${name}" (${found.id}) on team ${teamID} belongs to TerdutDeadmanSwitch ${holder.metadata.name}`,
+          };
+        }
+        if (sameSwitch(valuesOf(found), desired)) {
+          made(found);
+          return { kind: 'Adopted' };
+        }
+        await api.deleteSwitch(teamID, found.id);
+        made(await create(api, teamID, name, desired));
+        return { kind: 'Replaced', old: found.id };
+      };
+      /** The Event for what `place` did; `fresh` is the one for a switch created outright. */
+      const placedEvent = (placed: Exclude<Placed, { kind: 'Held' }>, fresh: EventInput): EventInput => {
+        switch (placed.kind) {
+          case 'Created':
+            return fresh;
+          case 'Adopted':
+            return {
+              type: EventType.Normal,
+              reason: EventReason.Adopted,
+              action: 'Adopt',
+              note: `switch ${id} of the same name and values already on team ${teamID}: adopted`,
+            };
+          case 'Replaced':
+            return {
+              type: EventType.Normal,
+              reason: EventReason.Recreated,
+              action: 'Recreate',
+              note: `switch "${name}" (${placed.old}) on the server differed from the spec: replaced by ${id}`,
+            };
+          default:
+            return placed satisfies never;
+        }
+      };
       try {
         const live =
           id === undefined ? undefined : (await api.listSwitches(teamID, name)).find((s) => s.id === id);
@@ -66,92 +137,53 @@ export function addTerdutDeadmanSwitchController(
           ...(live ? { live } : {}),
           hasId: id !== undefined,
         });
-        switch (plan.kind) {
-          case 'InSync':
-            break;
-          case 'Missing': {
-            const old = id;
-            made(await create(api, teamID, name, desired));
-            recorder.event(sw, {
-              type: EventType.Warning,
-              reason: EventReason.Recreated,
-              action: 'Create',
-              note: `switch ${old} was gone from team ${teamID}: created again as ${id}`,
-            });
-            break;
-          }
-          case 'Recreate': {
-            const old = id;
+        if (plan.kind !== 'InSync') {
+          const old = id;
+          if (plan.kind === 'Recreate' && old !== undefined) {
             try {
-              if (old !== undefined) await api.deleteSwitch(teamID, old);
+              await api.deleteSwitch(teamID, old);
             } catch (err) {
               if (!isStatus(err, 404)) throw err;
             }
-            id = undefined;
-            made(await create(api, teamID, name, desired));
+          }
+          id = undefined;
+          const placed = await place();
+          if (placed.kind === 'Held') {
             recorder.event(sw, {
-              type: EventType.Normal,
-              reason: EventReason.Recreated,
-              action: 'Recreate',
-              note: `switch ${old} ${plan.why === 'SpecChanged' ? 'differs from the spec' : 'was changed on the server'}: deleted and created again as ${id} (the server has no update verb)`,
+              type: EventType.Warning,
+              reason: Reason.NameConflict,
+              action: 'Create',
+              note: placed.message,
             });
-            break;
+            await tools.write(ctx, sw, ids(), {
+              ok: false,
+              reason: Reason.NameConflict,
+              message: placed.message,
+            });
+            return { requeueAfterMs: tools.resyncMs };
           }
-          case 'Create': {
-            try {
-              made(await create(api, teamID, name, desired));
-              recorder.event(sw, {
-                type: EventType.Normal,
-                reason: EventReason.Created,
-                action: 'Create',
-                note: `switch ${id} on team ${teamID}`,
-              });
-            } catch (err) {
-              if (!isStatus(err, 409)) throw err;
-              const found = (await api.listSwitches(teamID, name)).find((s) => s.name === name);
-              if (!found) throw err;
-              const holder = tools
-                .siblings(sw)
-                .find(
-                  (o) =>
-                    o.metadata.name !== sw.metadata.name &&
-                    o.status?.switchID === found.id &&
-                    o.status?.teamID === teamID,
-                );
-              if (holder) {
-                const message = `switch "${name}" (${found.id}) on team ${teamID} belongs to TerdutDeadmanSwitch ${holder.metadata.name}`;
-                recorder.event(sw, {
+          const fresh: EventInput =
+            plan.kind === 'Missing'
+              ? {
                   type: EventType.Warning,
-                  reason: Reason.NameConflict,
-                  action: 'Create',
-                  note: message,
-                });
-                await tools.write(ctx, sw, {}, { ok: false, reason: Reason.NameConflict, message });
-                return { requeueAfterMs: tools.resyncMs };
-              }
-              if (sameSwitch(valuesOf(found), desired)) {
-                made(found);
-                recorder.event(sw, {
-                  type: EventType.Normal,
-                  reason: EventReason.Adopted,
-                  action: 'Adopt',
-                  note: `switch ${found.id} already on team ${teamID} (an earlier create whose answer was lost)`,
-                });
-              } else {
-                await api.deleteSwitch(teamID, found.id);
-                made(await create(api, teamID, name, desired));
-                recorder.event(sw, {
-                  type: EventType.Normal,
                   reason: EventReason.Recreated,
-                  action: 'Recreate',
-                  note: `switch "${name}" on the server differed from the spec: replaced by ${id}`,
-                });
-              }
-            }
-            break;
-          }
-          default:
-            return plan satisfies never;
+                  action: 'Create',
+                  note: `switch ${old} was gone from team ${teamID}: created again as ${id}`,
+                }
+              : plan.kind === 'Recreate'
+                ? {
+                    type: EventType.Normal,
+                    reason: EventReason.Recreated,
+                    action: 'Recreate',
+                    note: `switch ${old} ${plan.why === 'SpecChanged' ? 'differs from the spec' : 'was changed on the server'}: deleted and created again as ${id} (the server has no update verb)`,
+                  }
+                : {
+                    type: EventType.Normal,
+                    reason: EventReason.Created,
+                    action: 'Create',
+                    note: `switch ${id} on team ${teamID}`,
+                  };
+          recorder.event(sw, placedEvent(placed, fresh));
         }
       } catch (err) {
         if (!(err instanceof TerdutApiError)) throw err;

@@ -85,6 +85,9 @@ export class MovableClock implements Clock {
 export const condition = (o: Obj | undefined, type: string): Condition | undefined =>
   o?.status?.conditions?.find((c) => c.type === type);
 
+/** Log lines about an object quoted in a wait's timeout: enough to see a retry loop. */
+const LOG_LINES_ON_TIMEOUT = 15;
+
 export class Harness {
   private plane: TestEnv | undefined;
   /** Log lines of every operator this harness ran. */
@@ -268,14 +271,24 @@ export class Harness {
     pred: (o: Obj) => boolean,
     timeoutMs = 20_000,
   ): Promise<Obj> {
-    return eventually(
-      `${gvk.kind} ${ns}/${name}: ${what}`,
-      async () => {
-        const o = await this.get(gvk, ns, name);
-        return o && pred(o) ? o : undefined;
-      },
-      timeoutMs,
-    );
+    try {
+      return await eventually(
+        `${gvk.kind} ${ns}/${name}: ${what}`,
+        async () => {
+          const o = await this.get(gvk, ns, name);
+          return o && pred(o) ? o : undefined;
+        },
+        timeoutMs,
+      );
+    } catch (err) {
+      // A timeout in CI leaves only its output behind: say what the operator did with the object.
+      const about = this.logs.filter((l) => l.includes(`"${ns}/${name}"`)).slice(-LOG_LINES_ON_TIMEOUT);
+      const seen = JSON.stringify((await this.get(gvk, ns, name).catch(() => undefined))?.status);
+      throw new Error(
+        `${err instanceof Error ? err.message : String(err)}\nits status: ${seen}\nthe operator's last ${about.length} log lines about it:\n${about.join('\n')}`,
+        { cause: err },
+      );
+    }
   }
 
   /** Ready=True for the current generation, observedGeneration caught up. */
