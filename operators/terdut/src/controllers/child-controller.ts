@@ -60,6 +60,8 @@ export interface ChildTools<T extends ChildObject> {
   readonly resyncMs: number;
   /** The kind's objects naming the same team (this one included). */
   siblings(obj: T): readonly T[];
+  /** Another object of the kind whose status holds server object `id` of team `teamID`: a name conflict, not ours to adopt. */
+  holder(obj: T, id: number, teamID: number, idOf: (o: T) => number | undefined): T | undefined;
   /** Writes status (Ready and Synced from `ready`; observedGeneration only when ok) if it changed. */
   write(
     ctx: ReconcileContext,
@@ -128,6 +130,10 @@ export function addChildController<T extends ChildObject>(
     clock,
     resyncMs,
     siblings: (obj) => objects.store.byIndex(BY_TEAM, teamKeyOf(obj)) as unknown as T[],
+    holder: (obj, id, teamID, idOf) =>
+      tools
+        .siblings(obj)
+        .find((o) => o.metadata.name !== obj.metadata.name && idOf(o) === id && o.status?.teamID === teamID),
     async write(ctx, obj, patch, ready) {
       await writeStatus(ctx.client, kind.gvk, obj, childStatus(obj, patch, ready, clock));
     },

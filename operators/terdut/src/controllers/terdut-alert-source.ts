@@ -115,74 +115,32 @@ export function addTerdutAlertSourceController(
         applied: id === undefined ? undefined : applied,
         webhookURLSecretRef: id === undefined ? undefined : { name: secretName },
       });
-      /**
-       * Deletes `old` (if any) and creates the integration anew, its key kept first. A 409
-       * means an integration of its name is on the team: when the Secret on the apiserver
-       * holds its ID, it is the one this controller made in its previous reconcile, read
-       * here through a status older than that reconcile's write (the cache lags its own
-       * writes), and it is adopted; otherwise its key is lost and it is replaced.
-       */
-      const replace = async (old: number | undefined): Promise<'Created' | 'Adopted'> => {
+      /** Deletes `old` (if any) and creates the integration anew, its key kept first. */
+      const replace = async (old: number | undefined): Promise<void> => {
         if (old !== undefined) await deleteQuietly(api, teamID, old);
         id = undefined;
-        try {
-          id = (await createKept(api, teamID, src, ctx)).id;
-        } catch (err) {
-          if (!isStatus(err, 409)) throw err;
-          const named = (await api.listIntegrations(teamID, src.spec.name)).find(
-            (i) => i.name === src.spec.name,
-          );
-          const held = tools
-            .siblings(src)
-            .some((o) => o.metadata.name !== src.metadata.name && o.status?.integrationID === named?.id);
-          if (!named || held) throw err;
-          const kept = secretValue(
-            await ctx.client.find(SECRET_GVK, secretName, ns),
-            WEBHOOK_KEYS.integrationID,
-          );
-          if (kept === String(named.id) && named.kind === src.spec.kind) {
-            id = named.id;
-            applied = current;
-            return 'Adopted';
-          }
-          await deleteQuietly(api, teamID, named.id);
-          id = (await createKept(api, teamID, src, ctx)).id;
-        }
+        id = (await createKept(api, teamID, src, ctx)).id;
         applied = current;
-        return 'Created';
       };
-      /** A Warning for a replacement; an Adopted Event when `replace` found ours already there. */
-      const replaced = (how: 'Created' | 'Adopted', note: string): void => {
-        if (how === 'Created') {
-          warn(note);
-          return;
-        }
-        recorder.event(src, {
-          type: EventType.Normal,
-          reason: EventReason.Adopted,
-          action: 'Adopt',
-          note: `integration ${id}, its key already in Secret ${secretName}`,
-        });
-      };
+      /** The recorded integration, when the server no longer has it. */
+      let gone: number | undefined;
       try {
         if (id !== undefined) {
           const old = id;
           const live = (await api.listIntegrations(teamID)).find((i) => i.id === old);
           if (!live) {
-            const how = await replace(undefined);
-            replaced(how, `integration ${old} was gone from team ${teamID}: created again as ${id}`);
+            // Deleted on the server, or replaced by this controller's previous reconcile whose
+            // status write the cache has not shown yet: the name lookup below tells which.
+            gone = old;
+            id = undefined;
           } else if (applied?.kind !== src.spec.kind || live.kind !== src.spec.kind) {
-            const how = await replace(old);
-            replaced(
-              how,
+            await replace(old);
+            warn(
               `kind changed to ${src.spec.kind}: integration ${old} deleted and ${id} created, with a new key (senders using the old one are refused)`,
             );
           } else if (secretId !== old) {
-            const how = await replace(old);
-            replaced(
-              how,
-              `Secret ${secretName} was missing or held another key: integration ${old} rotated to ${id}`,
-            );
+            await replace(old);
+            warn(`Secret ${secretName} was missing or held another key: integration ${old} rotated to ${id}`);
           } else if (live.name !== src.spec.name) {
             await api.renameIntegration(teamID, old, src.spec.name);
             applied = current;
@@ -193,12 +151,24 @@ export function addTerdutAlertSourceController(
               note: `integration ${old} renamed to "${src.spec.name}"`,
             });
           }
-        } else {
+        }
+        if (id === undefined) {
           const existing = (await api.listIntegrations(teamID, src.spec.name)).find(
             (i) => i.name === src.spec.name,
           );
-          if (existing && existing.id === secretId && existing.kind === src.spec.kind) {
-            // Our Secret already holds its key (the status write was lost): adopt.
+          // A cached Secret naming another integration may only be behind: ask the apiserver
+          // before concluding the key is lost (which would rotate it).
+          const keptId =
+            existing && existing.id !== secretId
+              ? Number(
+                  secretValue(
+                    await ctx.client.find(SECRET_GVK, secretName, ns),
+                    WEBHOOK_KEYS.integrationID,
+                  ) ?? Number.NaN,
+                )
+              : secretId;
+          if (existing && existing.id === keptId && existing.kind === src.spec.kind) {
+            // Our Secret already holds its key (the status write was lost, or not yet seen): adopt.
             id = existing.id;
             applied = current;
             recorder.event(src, {
@@ -208,16 +178,7 @@ export function addTerdutAlertSourceController(
               note: `integration ${id}, its key already in Secret ${secretName}`,
             });
           } else {
-            const holder =
-              existing &&
-              tools
-                .siblings(src)
-                .find(
-                  (o) =>
-                    o.metadata.name !== src.metadata.name &&
-                    o.status?.integrationID === existing.id &&
-                    o.status?.teamID === teamID,
-                );
+            const holder = existing && tools.holder(src, existing.id, teamID, (o) => o.status?.integrationID);
             if (existing && holder) {
               const message = `integration "${existing.name}" (${existing.id}) on team ${teamID} belongs to TerdutAlertSource ${holder.metadata.name}`;
               recorder.event(src, {
@@ -229,13 +190,13 @@ export function addTerdutAlertSourceController(
               await tools.write(ctx, src, {}, { ok: false, reason: Reason.NameConflict, message });
               return { requeueAfterMs: tools.resyncMs };
             }
-            const how = await replace(existing?.id);
-            if (how === 'Adopted') {
-              replaced(how, '');
-            } else if (existing) {
+            await replace(existing?.id);
+            if (existing) {
               warn(
                 `integration "${existing.name}" (${existing.id}) had no key on record (a create whose answer was lost): replaced by ${id}`,
               );
+            } else if (gone !== undefined) {
+              warn(`integration ${gone} was gone from team ${teamID}: created again as ${id}`);
             } else {
               recorder.event(src, {
                 type: EventType.Normal,

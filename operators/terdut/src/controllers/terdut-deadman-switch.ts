@@ -13,7 +13,14 @@ import {
   type TerdutDeadmanSwitchStatus,
 } from '../api/terdut-deadman-switch.ts';
 import { type DeadmanSwitch, isStatus, type TerdutApi, TerdutApiError } from '../client/terdut-api.ts';
-import { desiredSwitch, planSwitch, type SwitchValues, sameSwitch, valuesOf } from '../domain/deadman.ts';
+import {
+  desiredSwitch,
+  planSwitch,
+  type SwitchPlan,
+  type SwitchValues,
+  sameSwitch,
+  valuesOf,
+} from '../domain/deadman.ts';
 import { EventReason, Reason } from '../domain/reasons.ts';
 import { addChildController, type SharedCaches } from './child-controller.ts';
 import { errorMessage, type TerdutControllerOptions } from './common.ts';
@@ -83,14 +90,7 @@ export function addTerdutDeadmanSwitchController(
         }
         const found = (await api.listSwitches(teamID, name)).find((s) => s.name === name);
         if (!found) throw taken; // Deleted meanwhile: the retry finds the name free.
-        const holder = tools
-          .siblings(sw)
-          .find(
-            (o) =>
-              o.metadata.name !== sw.metadata.name &&
-              o.status?.switchID === found.id &&
-              o.status?.teamID === teamID,
-          );
+        const holder = tools.holder(sw, found.id, teamID, (o) => o.status?.switchID);
         if (holder) {
           return {
             kind: 'Held',
@@ -105,27 +105,52 @@ export function addTerdutDeadmanSwitchController(
         made(await create(api, teamID, name, desired));
         return { kind: 'Replaced', old: found.id };
       };
-      /** The Event for what `place` did; `fresh` is the one for a switch created outright. */
-      const placedEvent = (placed: Exclude<Placed, { kind: 'Held' }>, fresh: EventInput): EventInput => {
-        switch (placed.kind) {
-          case 'Created':
-            return fresh;
-          case 'Adopted':
+      /** The Event for what `place` did, as part of `plan`; `old` is the switch the plan replaces. */
+      const placedEvent = (
+        placed: Exclude<Placed, { kind: 'Held' }>,
+        plan: Exclude<SwitchPlan, { kind: 'InSync' }>,
+        old: number | undefined,
+      ): EventInput => {
+        if (placed.kind === 'Adopted') {
+          return {
+            type: EventType.Normal,
+            reason: EventReason.Adopted,
+            action: 'Adopt',
+            note: `switch ${id} of the same name and values already on team ${teamID}: adopted`,
+          };
+        }
+        if (placed.kind === 'Replaced') {
+          return {
+            type: EventType.Normal,
+            reason: EventReason.Recreated,
+            action: 'Recreate',
+            note: `switch "${name}" (${placed.old}) on the server differed from the spec: replaced by ${id}`,
+          };
+        }
+        switch (plan.kind) {
+          case 'Missing':
             return {
-              type: EventType.Normal,
-              reason: EventReason.Adopted,
-              action: 'Adopt',
-              note: `switch ${id} of the same name and values already on team ${teamID}: adopted`,
+              type: EventType.Warning,
+              reason: EventReason.Recreated,
+              action: 'Create',
+              note: `switch ${old} was gone from team ${teamID}: created again as ${id}`,
             };
-          case 'Replaced':
+          case 'Recreate':
             return {
               type: EventType.Normal,
               reason: EventReason.Recreated,
               action: 'Recreate',
-              note: `switch "${name}" (${placed.old}) on the server differed from the spec: replaced by ${id}`,
+              note: `switch ${old} ${plan.why === 'SpecChanged' ? 'differs from the spec' : 'was changed on the server'}: deleted and created again as ${id} (the server has no update verb)`,
+            };
+          case 'Create':
+            return {
+              type: EventType.Normal,
+              reason: EventReason.Created,
+              action: 'Create',
+              note: `switch ${id} on team ${teamID}`,
             };
           default:
-            return placed satisfies never;
+            return plan satisfies never;
         }
       };
       try {
@@ -162,28 +187,7 @@ export function addTerdutDeadmanSwitchController(
             });
             return { requeueAfterMs: tools.resyncMs };
           }
-          const fresh: EventInput =
-            plan.kind === 'Missing'
-              ? {
-                  type: EventType.Warning,
-                  reason: EventReason.Recreated,
-                  action: 'Create',
-                  note: `switch ${old} was gone from team ${teamID}: created again as ${id}`,
-                }
-              : plan.kind === 'Recreate'
-                ? {
-                    type: EventType.Normal,
-                    reason: EventReason.Recreated,
-                    action: 'Recreate',
-                    note: `switch ${old} ${plan.why === 'SpecChanged' ? 'differs from the spec' : 'was changed on the server'}: deleted and created again as ${id} (the server has no update verb)`,
-                  }
-                : {
-                    type: EventType.Normal,
-                    reason: EventReason.Created,
-                    action: 'Create',
-                    note: `switch ${id} on team ${teamID}`,
-                  };
-          recorder.event(sw, placedEvent(placed, fresh));
+          recorder.event(sw, placedEvent(placed, plan, old));
         }
       } catch (err) {
         if (!(err instanceof TerdutApiError)) throw err;
