@@ -13,10 +13,17 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ControlPlane, ControlPlaneError, forceStopAll } from '@operators/controlplane';
-import { installCrds } from '@operators/controlplane/testing';
+import {
+  ControlPlane,
+  ControlPlaneError,
+  forceStopAll,
+  installCrds,
+  type LocalRunner,
+} from '@operators/controlplane';
 import { KubeClient, type KubeObject } from '@operators/kit';
+import { type Logger, pino } from 'pino';
 import { parseAllDocuments } from 'yaml';
+import { formatLogLine } from './log-lines.ts';
 
 const root = join(import.meta.dirname, '..');
 
@@ -25,14 +32,16 @@ const STOP_BUDGET_MS = 5_000;
 /** The operators' share: the plane needs the rest to stop etcd cleanly. */
 const OPERATORS_BUDGET_MS = 2_500;
 
-export interface LocalContext {
-  readonly kubeconfigPath: string;
-  readonly client: KubeClient;
-  readonly log: (message: string) => void;
-}
-
-interface LocalRunner {
-  runLocal(ctx: LocalContext): Promise<{ stop(): Promise<void> }>;
+/** A logger for operator `op` writing `HH:MM:SS op LEVEL message key=value` lines to stdout. */
+function operatorLogger(op: string): Logger {
+  return pino(
+    { base: { operator: op } },
+    {
+      write(line: string) {
+        process.stdout.write(formatLogLine(line, op));
+      },
+    },
+  );
 }
 
 function operators(): string[] {
@@ -81,7 +90,12 @@ async function main(): Promise<void> {
     const entry = join(root, 'operators', op, 'src', 'local.ts');
     if (!existsSync(entry)) continue;
     const mod = (await import(pathToFileURL(entry).href)) as LocalRunner;
-    const handle = await mod.runLocal({ kubeconfigPath: kubeconfig, client, log: (m) => log(`${op}: ${m}`) });
+    const handle = await mod.runLocal({
+      kubeconfigPath: kubeconfig,
+      client,
+      log: (m) => log(`${op}: ${m}`),
+      logger: operatorLogger(op),
+    });
     running.push({ name: op, stop: handle.stop });
     log(`${op} is running`);
   }

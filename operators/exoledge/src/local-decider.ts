@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeClient } from '@operators/kit';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { CONFIG_MAP, type ConfigMap } from './api/cilium.ts';
 import { KubeShardFeed } from './decider/kube-shard-feed.ts';
 import { type RunningDecider, runDecider } from './decider/run.ts';
@@ -27,6 +27,8 @@ export interface LocalDecider {
 
 export async function startLocalDecider(options: {
   readonly client: KubeClient;
+  /** `npm run up`'s logger (readable lines); pino's JSON on stdout without it. */
+  readonly logger?: Logger;
   readonly siteNamespace: string;
   readonly site: string;
   readonly shardNamespace: string;
@@ -41,7 +43,10 @@ export async function startLocalDecider(options: {
   await writeFile(join(siteDir, SITE_CONFIG_KEY), configMap.data?.[SITE_CONFIG_KEY] ?? '');
 
   // Its logs are JSON lines; only problems are worth showing beside the summary.
-  const log = pino({ level: process.env.EXOLEDGE_LOG_LEVEL ?? 'warn', base: { component: 'decider' } });
+  const level = process.env.EXOLEDGE_LOG_LEVEL ?? 'warn';
+  const log =
+    options.logger?.child({ component: 'decider' }, { level }) ??
+    pino({ level, base: { component: 'decider' } });
   const running: RunningDecider = await runDecider({
     settings: {
       siteNamespace,

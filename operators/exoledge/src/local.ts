@@ -7,8 +7,7 @@
  * One EdgeSite shows its owned objects, and its decider runs here, answering verdicts for
  * a listed and an unlisted address.
  */
-import { thirdPartyCrds } from '@operators/controlplane';
-import { installCrds } from '@operators/controlplane/testing';
+import { installCrds, type LocalContext, thirdPartyCrds } from '@operators/controlplane';
 import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
 import { BLOCKLIST_SOURCE, type BlocklistSource } from './api/blocklist-source.ts';
 import { EDGE_SITE, type EdgeSite } from './api/edge-site.ts';
@@ -19,12 +18,6 @@ import { startLocalDecider } from './local-decider.ts';
 import { createOperator, DEFAULT_DECIDER_NAMESPACE } from './operator.ts';
 import { startListServer } from './sample/list-server.ts';
 import { sampleList } from './sample/sample-list.ts';
-
-export interface LocalContext {
-  readonly kubeconfigPath: string;
-  readonly client: KubeClient;
-  readonly log: (message: string) => void;
-}
 
 async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
   try {
@@ -93,6 +86,7 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   let announced = false;
   const { manager } = createOperator({
     client,
+    logger: ctx.logger,
     deciderNamespace,
     edgeSites: {
       notServed: await discoverEdgeKinds(client),
@@ -182,6 +176,7 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   // The site's decider, as one of its pods would run it, answering on 127.0.0.1.
   const decider = await startLocalDecider({
     client,
+    logger: ctx.logger,
     siteNamespace: SITE_NAMESPACE,
     site: 'shop',
     shardNamespace: deciderNamespace,

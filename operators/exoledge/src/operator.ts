@@ -2,7 +2,13 @@
  * The exoledge operator as one object: a manager with the BlocklistSource controller on
  * it, and the EdgeSite controller when `edgeSites` is given. `main.ts` (the process in a cluster) and `local.ts` (`npm run up`) both build it here.
  */
-import { type Controller, type KubeClient, Manager, type ManagerOptions } from '@operators/kit';
+import {
+  type Controller,
+  type KubeClient,
+  type LeaderElectionSettings,
+  Manager,
+  type ManagerOptions,
+} from '@operators/kit';
 import type { EdgeSite } from './api/edge-site.ts';
 import {
   addBlocklistSourceController,
@@ -17,8 +23,8 @@ export const DEFAULT_DECIDER_NAMESPACE = 'exoledge-system';
 
 export interface OperatorOptions extends BlocklistSourceControllerOptions {
   readonly client: KubeClient;
-  /** Elect a leader through a Lease in this namespace; one replica when absent. */
-  readonly leaderElectionNamespace?: string;
+  /** Elect a leader through a Lease in this namespace, with these timings; one replica when absent. */
+  readonly leaderElection?: LeaderElectionSettings;
   /** /healthz and /readyz on this port (every address); none when absent. */
   readonly healthPort?: number;
   /** /metrics; none when absent. Loopback HTTP by default; `secure` for HTTPS with TokenReview + SubjectAccessReview. */
@@ -50,9 +56,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   const manager = new Manager({
     name: 'exoledge',
     client: opts.client,
-    ...(opts.leaderElectionNamespace
-      ? { leaderElection: { namespace: opts.leaderElectionNamespace, name: LEASE_NAME } }
-      : {}),
+    ...(opts.leaderElection ? { leaderElection: { ...opts.leaderElection, name: LEASE_NAME } } : {}),
     ...(opts.healthPort === undefined ? {} : { healthProbe: { port: opts.healthPort } }),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.registry ? { registry: opts.registry } : {}),

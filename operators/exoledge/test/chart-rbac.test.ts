@@ -104,7 +104,7 @@ describe("the chart's RBAC on a real apiserver", () => {
         edge: { ...EDGE_OPTIONS, shardNamespace: decider },
         notServed: await discoverEdgeKinds(client),
       },
-      leaderElectionNamespace: release,
+      leaderElection: { namespace: release },
       healthPort: 0,
       metrics: { port: 0, host: '127.0.0.1', secure: {} },
       registry,

@@ -5,19 +5,15 @@
  * through a ClusterProvider `local` that admits exactly that namespace. Edit a ConfigMap
  * there and watch the commit arrive.
  */
+
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LocalContext } from '@operators/controlplane';
 import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
 import { API_VERSION } from './api/common.ts';
 import { createOperator } from './operator.ts';
-
-export interface LocalContext {
-  readonly kubeconfigPath: string;
-  readonly client: KubeClient;
-  readonly log: (message: string) => void;
-}
 
 const NS = 'gitops-demo';
 
@@ -37,6 +33,7 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   await create(client, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const { manager } = createOperator({
     client,
+    logger: ctx.logger,
     operatorNamespace: NS,
     workDir: join(root, 'work'),
     allowedProtocols: ['file'],

@@ -7,6 +7,7 @@ import {
   type Clock,
   type Controller,
   type KubeClient,
+  type LeaderElectionSettings,
   Manager,
   type ManagerOptions,
   realClock,
@@ -36,7 +37,8 @@ export interface OperatorOptions {
   readonly operatorNamespace: string;
   /** Where the clones live. */
   readonly workDir: string;
-  readonly leaderElectionNamespace?: string;
+  /** Elect a leader through a Lease in this namespace, with these timings; one replica when absent. */
+  readonly leaderElection?: LeaderElectionSettings;
   readonly healthPort?: number;
   readonly metrics?: ManagerOptions['metrics'];
   readonly registry?: ManagerOptions['registry'];
@@ -64,9 +66,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   const manager = new Manager({
     name: 'gitops-reverser',
     client: opts.client,
-    ...(opts.leaderElectionNamespace
-      ? { leaderElection: { namespace: opts.leaderElectionNamespace, name: LEASE_NAME } }
-      : {}),
+    ...(opts.leaderElection ? { leaderElection: { ...opts.leaderElection, name: LEASE_NAME } } : {}),
     ...(opts.healthPort === undefined ? {} : { healthProbe: { port: opts.healthPort } }),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.registry ? { registry: opts.registry } : {}),

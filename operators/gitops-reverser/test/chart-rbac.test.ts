@@ -190,7 +190,7 @@ before(async () => {
     operatorNamespace: release,
     workDir: await mkdtemp(join(scratch, 'work-')),
     allowedProtocols: ['file'],
-    leaderElectionNamespace: release,
+    leaderElection: { namespace: release },
     healthPort: 0,
     metrics: { port: 0, host: '127.0.0.1', secure: {} },
     registry,

@@ -6,6 +6,7 @@
  * Deployment's settings and hardening; the helm test.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -439,12 +440,17 @@ describe('the gitops-reverser chart, rendered by helm', () => {
       GITOPS_REVERSER_RESYNC: '1m',
       TMPDIR: '/tmp',
     });
-    // Each variable the chart sets is one main.ts reads (its source, as text: importing it runs it).
-    const mainSource = await readFile(join(CHART_DIR, '..', 'src', 'main.ts'), 'utf8');
+    // Each variable the chart sets is one the operator process reads: its --help names each
+    // variable beside its flag (the kit reads them as the flags declare).
+    const help = spawnSync(process.execPath, [join(CHART_DIR, '..', 'src', 'main.ts'), '--help'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(help.status, 0, help.stderr);
     for (const name of Object.keys(defaults).filter(
       (n) => n.startsWith('GITOPS_REVERSER_') || n === 'POD_NAMESPACE',
     )) {
-      assert.match(mainSource, new RegExp(`env\\.${name}\\b`), `main.ts reads ${name}`);
+      assert.match(help.stdout, new RegExp(`[(, ]${name}[)=,]`), `--help names ${name}`);
     }
 
     const set = envOf(

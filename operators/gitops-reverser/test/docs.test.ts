@@ -2,9 +2,10 @@
  * The user docs list every condition type, reason and event reason the code can report,
  * and no other: the tables of docs/gitops-reverser.md against the constants of
  * `domain/reasons.ts` (the gate's six reasons included), and every flag and environment
- * variable of the operator process against `USAGE` in `src/main.ts`.
+ * variable of the operator process against its `--help`.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -23,15 +24,14 @@ import {
 const docsPath = join(import.meta.dirname, '..', '..', '..', 'docs', 'gitops-reverser.md');
 const docs = readFileSync(docsPath, 'utf8');
 
-/**
- * `USAGE` as written in main.ts, read as text: importing main.ts would start the
- * operator (it runs `main()` when loaded).
- */
+/** The operator process's `--help` (the kit's manager flags, then the operator's own). */
 function usage(): string {
-  const source = readFileSync(join(import.meta.dirname, '..', 'src', 'main.ts'), 'utf8');
-  const m = /export const USAGE = `([\s\S]*?)`;/.exec(source);
-  assert.ok(m?.[1], 'src/main.ts has no USAGE template literal');
-  return m[1];
+  const r = spawnSync(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts'), '--help'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
 }
 
 /** The first cells of the first table after `heading`, unquoted (header and rule skipped). */

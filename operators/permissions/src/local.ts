@@ -10,8 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ControlPlane, thirdPartyCrds } from '@operators/controlplane';
-import { installCrds } from '@operators/controlplane/testing';
+import { ControlPlane, installCrds, type LocalContext, thirdPartyCrds } from '@operators/controlplane';
 import {
   ApiErrorReason,
   isApiError,
@@ -24,12 +23,6 @@ import { API_VERSION } from './api/common.ts';
 import { CAPI_CLUSTER } from './controllers/gvks.ts';
 import { createOperator } from './operator.ts';
 import { webhookConfiguration } from './webhooks/configuration.ts';
-
-export interface LocalContext {
-  readonly kubeconfigPath: string;
-  readonly client: KubeClient;
-  readonly log: (message: string) => void;
-}
 
 const NS = 'permissions-demo';
 const CLUSTER = 'demo-client';
@@ -104,6 +97,7 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   await writeCertificates(certDir, certs);
   const operator = createOperator({
     client,
+    logger: ctx.logger,
     bundle: { host: '127.0.0.1', port: BUNDLE_PORT },
     webhooks: { host: '127.0.0.1', port: 0, certDir },
   });

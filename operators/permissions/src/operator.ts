@@ -8,6 +8,7 @@ import {
   type Clock,
   type Controller,
   type KubeClient,
+  type LeaderElectionSettings,
   Manager,
   type ManagerOptions,
   realClock,
@@ -51,7 +52,8 @@ export interface WebhookOptions {
 
 export interface OperatorOptions {
   readonly client: KubeClient;
-  readonly leaderElectionNamespace?: string;
+  /** Elect a leader through a Lease in this namespace, with these timings; one replica when absent. */
+  readonly leaderElection?: LeaderElectionSettings;
   readonly healthPort?: number;
   /** The probe endpoint with its host (main.ts's --health-probe-bind-address); wins over healthPort. */
   readonly healthProbe?: { readonly host?: string; readonly port: number };
@@ -85,9 +87,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   const manager = new Manager({
     name: 'permissions',
     client: opts.client,
-    ...(opts.leaderElectionNamespace
-      ? { leaderElection: { namespace: opts.leaderElectionNamespace, name: LEASE_NAME } }
-      : {}),
+    ...(opts.leaderElection ? { leaderElection: { ...opts.leaderElection, name: LEASE_NAME } } : {}),
     ...(opts.healthProbe
       ? { healthProbe: opts.healthProbe }
       : opts.healthPort === undefined

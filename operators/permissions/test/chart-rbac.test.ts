@@ -291,7 +291,7 @@ before(
     await writeCertificates(certDir, pair);
     operator = createOperator({
       client,
-      leaderElectionNamespace: release,
+      leaderElection: { namespace: release },
       healthPort: 0,
       bundle: { host: '127.0.0.1', port: 0 },
       metrics: { port: 0, host: '127.0.0.1', secure: {} },

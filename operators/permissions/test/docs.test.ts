@@ -2,7 +2,7 @@
  * docs/permissions.md held to the code, so that the page cannot drift from it:
  *
  * - its tables of reasons, PluginApplyStatus values and flags equal `domain/reasons.ts`,
- *   the RoleStatus schema and `USAGE` in `src/main.ts` (defaults included);
+ *   the RoleStatus schema and the operator process's `--help` (defaults included);
  * - it quotes every CEL message of the five CRDs, word for word;
  * - the names, labels and constants it shows are what names.ts, the plugins, the webhook
  *   configuration and the bundle server use;
@@ -14,11 +14,12 @@
  * - the sample policy is the one the OPA tests run.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { type TestEnv, testEnv } from '@operators/controlplane/testing';
-import { DEFAULT_CERT_DIR, type JSONSchemaProps, type KubeObject } from '@operators/kit';
+import type { JSONSchemaProps, KubeObject } from '@operators/kit';
 import { parseAllDocuments } from 'yaml';
 import { API_VERSION, FINALIZER } from '../src/api/common.ts';
 import { permissionsCrds } from '../src/api/gen-crds.ts';
@@ -102,13 +103,14 @@ function row(heading: string, key: string): string {
 
 const unquote = (cell: string): string => cell.replace(/^`|`$/g, '');
 
-/** `USAGE` as written in main.ts, read as text: importing main.ts would start the operator. */
+/** The operator process's `--help` (the kit's manager flags, then the operator's own). */
 function usage(): string {
-  const source = readFileSync(join(import.meta.dirname, '..', 'src', 'main.ts'), 'utf8');
-  const m = /export const USAGE = `([\s\S]*?)`;/.exec(source);
-  assert.ok(m?.[1], 'src/main.ts has no USAGE template literal');
-  // The one interpolation in USAGE, spelled as the source spells it.
-  return m[1].replace(/\$\{DEFAULT_CERT_DIR\}/g, DEFAULT_CERT_DIR);
+  const r = spawnSync(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts'), '--help'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
 }
 
 /** Every object of every ```yaml block, as plain data (parsed once). */

@@ -7,18 +7,13 @@
  * an alert source. The operator reaches the stand-in through `serverUrl` (the
  * `--server-url` flag's in-process form), since no Service DNS resolves outside a cluster.
  */
+import type { LocalContext } from '@operators/controlplane';
 import { ApiErrorReason, isApiError, type KubeClient, type KubeObject } from '@operators/kit';
 import { API_VERSION } from './api/common.ts';
 import { TERDUT_SERVER } from './api/terdut-server.ts';
 import { TERDUT_TEAM, type TerdutTeam } from './api/terdut-team.ts';
 import { createOperator } from './operator.ts';
 import { startStandIn } from './server/stand-in.ts';
-
-export interface LocalContext {
-  readonly kubeconfigPath: string;
-  readonly client: KubeClient;
-  readonly log: (message: string) => void;
-}
 
 const SERVER_NS = 'oncall';
 const TEAM_NS = 'platform';
@@ -91,7 +86,12 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
     kind: 'Namespace',
     metadata: { name: TEAM_NS, labels: { [CONSENT_LABEL]: `${SERVER_NS}.terdut` } },
   });
-  const { manager } = createOperator({ client, serverUrl: () => standIn.url, resyncMs: 60_000 });
+  const { manager } = createOperator({
+    client,
+    logger: ctx.logger,
+    serverUrl: () => standIn.url,
+    resyncMs: 60_000,
+  });
   await manager.start();
   for (const obj of samples()) await create(client, obj);
 

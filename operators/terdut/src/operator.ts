@@ -7,6 +7,7 @@ import {
   type Controller,
   type KubeClient,
   type KubeObject,
+  type LeaderElectionSettings,
   Manager,
   type ManagerOptions,
 } from '@operators/kit';
@@ -29,8 +30,8 @@ export const LEASE_NAME = 'terdut-operator.terdut.ryuvia.com';
 
 export interface OperatorOptions extends TerdutControllerOptions {
   readonly client: KubeClient;
-  /** Elect a leader through a Lease in this namespace; one replica when absent. */
-  readonly leaderElectionNamespace?: string;
+  /** Elect a leader through a Lease in this namespace, with these timings; one replica when absent. */
+  readonly leaderElection?: LeaderElectionSettings;
   readonly healthPort?: number;
   readonly metrics?: ManagerOptions['metrics'];
   readonly registry?: ManagerOptions['registry'];
@@ -50,9 +51,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   const manager = new Manager({
     name: 'terdut-operator',
     client: opts.client,
-    ...(opts.leaderElectionNamespace
-      ? { leaderElection: { namespace: opts.leaderElectionNamespace, name: LEASE_NAME } }
-      : {}),
+    ...(opts.leaderElection ? { leaderElection: { ...opts.leaderElection, name: LEASE_NAME } } : {}),
     ...(opts.healthPort === undefined ? {} : { healthProbe: { port: opts.healthPort } }),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.registry ? { registry: opts.registry } : {}),

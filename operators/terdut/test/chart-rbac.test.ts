@@ -143,7 +143,7 @@ describe("the chart's RBAC on a real apiserver", () => {
     const { manager } = createOperator({
       client,
       zalando: true,
-      leaderElectionNamespace: release,
+      leaderElection: { namespace: release },
       healthPort: 0,
       metrics: { port: 0, host: '127.0.0.1', secure: {} },
       registry,

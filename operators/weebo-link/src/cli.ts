@@ -25,9 +25,10 @@ source leaves, the target is patched to its safe state and kept (or deleted, if 
 says then: Delete).
 
 Commands:
-  run                        run the controller, as the chart's Deployment does: reads the
+  run [flags]                run the controller, as the chart's Deployment does: reads the
                              rules ConfigMap, keeps every target in step with its source,
                              until SIGTERM or SIGINT. Configured by the environment (below)
+                             or the same settings as flags: weebo-link run --help
   check-rules FILE           check rules before they ship: structure, CEL compile and type
                              check, immutable paths; prints each rule's verdict and the RBAC
                              the valid rules need. FILE is a values file or the rules
@@ -101,7 +102,7 @@ interface CheckRulesOptions {
 type Command =
   | { readonly kind: 'help' }
   | { readonly kind: 'version' }
-  | { readonly kind: 'run' }
+  | { readonly kind: 'run'; readonly argv: readonly string[] }
   | { readonly kind: 'check-rules'; readonly options: CheckRulesOptions };
 
 const COMMON_OPTIONS = {
@@ -134,16 +135,9 @@ function parseCommandLine(argv: readonly string[]): Command {
   if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
   if (command === '--version') return { kind: 'version' };
   if (command === undefined) throw new UsageError('no command given');
-  if (command === 'run') {
-    const { values, positionals } = parseOptions(rest, COMMON_OPTIONS);
-    if (values.help) return { kind: 'help' };
-    if (values.version) return { kind: 'version' };
-    if (positionals.length)
-      throw new UsageError(
-        `run takes no argument (its settings come from the environment), got ${positionals.join(' ')}`,
-      );
-    return { kind: 'run' };
-  }
+  // run's flags are the kit's manager flags and weebo-link's own: main.ts parses them
+  // (and prints run's help, `weebo-link run --help`).
+  if (command === 'run') return { kind: 'run', argv: rest };
   if (command !== 'check-rules') throw new UsageError(`unknown command "${command}"`);
   const { values, positionals } = parseOptions(rest, CHECK_RULES_OPTIONS);
   if (values.help) return { kind: 'help' };
@@ -212,7 +206,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     case 'run': {
       const { run } = await import('./main.ts');
       try {
-        await run();
+        await run(command.argv);
       } catch (e) {
         // A setting missing or a kubeconfig unreadable: the message says which.
         io.stderr.write(`weebo-link: cannot start: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -7,8 +7,7 @@
  *   kubectl -n auth patch authentikuser bob --type merge -p '{"spec":{"isActive":false}}'
  *   kubectl -n auth delete authentikuser carol
  */
-import { installCrds } from '@operators/controlplane/testing';
-import type { KubeClient } from '@operators/kit';
+import { installCrds, type LocalContext } from '@operators/controlplane';
 import { pino } from 'pino';
 import { startWeeboLink } from './app.ts';
 import { RULES_CONFIGMAP, RULES_KEY } from './controllers/rules.ts';
@@ -16,11 +15,7 @@ import { EXAMPLE_RULES_YAML } from './example-rules.ts';
 import { authentikUser, TEST_CRDS } from './testkit/crds.ts';
 import { startFakeStalwart } from './testkit/fake-stalwart.ts';
 
-export async function runLocal(ctx: {
-  kubeconfigPath: string;
-  client: KubeClient;
-  log: (m: string) => void;
-}): Promise<{ stop(): Promise<void> }> {
+export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<void> }> {
   const { client, log } = ctx;
   await installCrds(client, TEST_CRDS);
   for (const ns of ['auth', 'mail', 'weebo-link'])
@@ -37,7 +32,8 @@ export async function runLocal(ctx: {
     },
     { fieldManager: 'up', force: true },
   );
-  const logger = pino({ level: 'warn' });
+  // Warnings only: the example's every link would otherwise fill the terminal.
+  const logger = ctx.logger?.child({}, { level: 'warn' }) ?? pino({ level: 'warn' });
   const stalwart = await startFakeStalwart({ client, namespace: 'mail', logger });
   const link = await startWeeboLink({
     client,

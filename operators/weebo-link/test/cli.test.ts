@@ -31,7 +31,7 @@ function weeboLink(args: readonly string[]): Outcome {
 
 describe('weebo-link --help', () => {
   it('names every command and option, with what it does, on stdout with status 0', () => {
-    for (const args of [['--help'], ['-h'], ['help'], ['check-rules', '--help'], ['run', '--help']]) {
+    for (const args of [['--help'], ['-h'], ['help'], ['check-rules', '--help']]) {
       const r = weeboLink(args);
       assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stdout, /^usage: weebo-link /, args.join(' '));
@@ -47,6 +47,25 @@ describe('weebo-link --help', () => {
       ])
         assert.match(r.stdout, word, `${args.join(' ')}: ${word}`);
     }
+  });
+
+  it("`run --help` lists run's flags: the kit's manager flags and weebo-link's own, with their variables", () => {
+    const r = weeboLink(['run', '--help']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^usage: weebo-link run \[flags\]\n/);
+    for (const word of [
+      /--kubeconfig PATH +\(KUBECONFIG\)/,
+      /--health-port N +\(HEALTH_PORT\) .*default 8081/,
+      /--metrics-port N +\(METRICS_PORT\) .*default 8443/,
+      /--insecure-metrics +\(METRICS_SECURE=false\)/,
+      /--metrics-cert-dir DIR +\(METRICS_CERT_DIR\)/,
+      /--leader-elect +\(LEADER_ELECTION=true\|false\)/,
+      /--log-level LEVEL +\(LOG_LEVEL\)/,
+      /--namespace NS +\(POD_NAMESPACE, else WEEBO_LINK_NAMESPACE\)/,
+      /--rules-configmap NAME +\(RULES_CONFIGMAP\)/,
+      /--resync-seconds N +\(RESYNC_SECONDS\) .*default 300/,
+    ])
+      assert.match(r.stdout, word, String(word));
   });
 
   it('says which environment `run` reads, with the defaults', () => {
@@ -86,13 +105,23 @@ describe('weebo-link --version', () => {
 });
 
 describe('weebo-link run', () => {
-  it('exits 1 when it cannot start, saying why on stderr', () => {
+  it('exits 2 without its namespace, saying why on stderr, before any cluster', () => {
     const rest = Object.fromEntries(
       Object.entries(env).filter(([k]) => k !== 'POD_NAMESPACE' && k !== 'WEEBO_LINK_NAMESPACE'),
     );
     const r = spawnSync(bin, ['run'], { env: rest, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^weebo-link: --namespace: required .*POD_NAMESPACE is not set/);
+  });
+
+  it('exits 1 when it cannot start, saying why on stderr', () => {
+    const r = spawnSync(bin, ['run', '--namespace', 'ops', '--kubeconfig', '/nonexistent/kubeconfig'], {
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, /^weebo-link: cannot start: POD_NAMESPACE is not set/);
+    assert.match(r.stderr, /^weebo-link: .*\/nonexistent\/kubeconfig/);
   });
 });
 
@@ -108,7 +137,7 @@ describe('weebo-link on a wrong command line', () => {
       [['check-rules', 'a.yaml', '--policies', 'p.yaml'], /--policies and --samples go together/],
       // Refused before any cluster is read: no POD_NAMESPACE is needed to say so.
       [['run', '--bogus'], /Unknown option '--bogus'/],
-      [['run', 'extra'], /run takes no argument/],
+      [['run', 'extra'], /Unexpected argument 'extra'/],
     ];
     for (const [args, message] of cases) {
       const r = weeboLink(args);

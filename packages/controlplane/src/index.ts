@@ -12,9 +12,11 @@ export {
   KcmController,
 } from './controller-manager.ts';
 export { ControlPlane, type ControlPlaneOptions } from './controlplane.ts';
+export { installCrds } from './crds.ts';
 export { ControlPlaneError } from './errors.ts';
 export { type GoOptions, type GoRun, runGo } from './go.ts';
 export { type GoTool, goToolBinary, type ToolLog } from './go-tool.ts';
+export type { LocalContext, LocalRunner } from './local-runner.ts';
 export { withLock } from './lock.ts';
 export { forceStopAll, liveChildren } from './process.ts';
 export { type CrdDocument, type ThirdParty, thirdPartyCrds } from './third-party-crds.ts';

@@ -84,6 +84,8 @@ export { DEFAULT_CLIENT_RATE_LIMIT, type RateLimit, TokenBucket } from './client
 export {
   type HttpMethod,
   type Impersonation,
+  ISOLATED_CONNECTIONS,
+  type IsolatedOptions,
   type LoadOptions,
   type RawResponse,
   type RequestOptions,
@@ -111,6 +113,25 @@ export {
   type WatchOptions,
   watch,
 } from './client/watch.ts';
+export {
+  type CommandLine,
+  type CommandLineSpec,
+  commandLine,
+  commandLineHelp,
+  durationMs,
+  ExitCode,
+  type Flag,
+  FlagError,
+  type FlagValues,
+  flag,
+  listFlag,
+  type ManagerSettings,
+  type ParsedCommandLine,
+  parseCommandLine,
+  port,
+  required,
+  switchFlag,
+} from './control/command-line.ts';
 export {
   Controller,
   ControllerBuilder,
@@ -144,8 +165,13 @@ export {
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
   HoldOutcome,
+  LEADER_ELECTION_CONNECTIONS,
   type LeaderElectionOptions,
+  type LeaderElectionSettings,
   LeaderElector,
+  leaderElectionClient,
+  leaseRequestTimeoutMs,
+  MIN_LEASE_REQUEST_TIMEOUT_MS,
   RELEASE_TIMEOUT_MS,
   validateLeaderElectionTiming,
 } from './control/leader-election.ts';
@@ -166,7 +192,18 @@ export {
   MaxOfRateLimiter,
   type RateLimiter,
 } from './control/rate-limiter.ts';
-export { AUTH_CACHE_TTL_MS, type AuthDecision, RequestAuthorizer } from './control/request-authorizer.ts';
+export {
+  AUTH_CACHE_MAX,
+  AUTH_CACHE_TTL_MS,
+  type AuthDecision,
+  MAX_CONCURRENT_REVIEWS,
+  OVERLOADED_RETRY_AFTER_SECONDS,
+  REVIEW_RATE_LIMIT,
+  REVIEW_TIMEOUT_MS,
+  RequestAuthorizer,
+  type RequestAuthorizerOptions,
+  reviewClient,
+} from './control/request-authorizer.ts';
 export type { Runnable, RunnableOptions } from './control/runnable.ts';
 export type { RunWorkersOptions } from './control/workqueue.ts';
 export { runWorkers, Workqueue, type WorkqueueOptions } from './control/workqueue.ts';
@@ -235,10 +272,13 @@ export {
   CertificateReloader,
   type CertificateReloaderOptions,
   readPair,
+  readTlsMaterial,
+  type TlsMaterial,
 } from './tls/certificate-reloader.ts';
 export {
   CA_FILE,
   CERT_FILE,
+  clientCertificate,
   KEY_FILE,
   type PemPair,
   type SelfSignedOptions,
@@ -294,7 +334,10 @@ export {
   jsonPatchDiff,
 } from './webhook/json-patch.ts';
 export {
+  APISERVER_MAX_TIMEOUT_MS,
+  type ClientCaSource,
   DEFAULT_CERT_DIR,
+  DEFAULT_MAX_BODY_BYTES,
   DEFAULT_WEBHOOK_PORT,
   WebhookServer,
   type WebhookServerOptions,

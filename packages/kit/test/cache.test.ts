@@ -161,6 +161,27 @@ describe('the informer cache', () => {
     assert.equal(store.get('x/y'), undefined);
   });
 
+  it('a store refuses its size until synced, as every read: 0 there would mean "not loaded", not "none"', () => {
+    const store = new Store({ name: 'v1/ConfigMap in a,b/', partitions: ['a', 'b'] });
+    const cm = (ns: string, name: string): KubeObject => ({
+      ...CONFIGMAP,
+      metadata: { name, namespace: ns, resourceVersion: '1' },
+    });
+    assert.throws(
+      () => store.size,
+      (err: unknown) => err instanceof CacheNotSyncedError && err.informer === 'v1/ConfigMap in a,b/',
+    );
+    assert.throws(() => store.keys(), CacheNotSyncedError);
+    // One namespace of two listed: still not synced, whatever it holds.
+    store.replace([cm('a', 'x')], { id: 'a', namespace: 'a' });
+    assert.throws(() => store.size, CacheNotSyncedError);
+    store.replace([], { id: 'b', namespace: 'b' });
+    assert.equal(store.size, 1);
+    const empty = new Store();
+    empty.replace([]);
+    assert.equal(empty.size, 0, 'a synced empty store answers 0');
+  });
+
   it('scoped to namespaces, a manager runs on a namespaced Role: it syncs and reconciles', async (t) => {
     const a = await env.namespace(t, 'scoped-a');
     const b = await env.namespace(t, 'scoped-b');

@@ -3,7 +3,9 @@
  * name when they fail; `/metrics` on loopback by default, apart from the probes; secure
  * metrics decided by the real apiserver (TokenReview + SubjectAccessReview): a service
  * account RBAC allows gets 200, one it does not gets 403, no token gets 401; decisions
- * are reused for their TTL only; a certificate directory is served as given. A cache
+ * are reused for their TTL only, refusals (a made-up token) too; concurrent requests
+ * with one token share one review; past the bound on reviews in flight a request is
+ * refused at once, never queued; a certificate directory is served as given. A cache
  * that cannot sync makes `start()` fail, naming it.
  */
 import assert from 'node:assert/strict';
@@ -16,8 +18,10 @@ import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import {
   AUTH_CACHE_TTL_MS,
+  type AuthDecision,
   KubeClient,
   type KubeObject,
+  MAX_CONCURRENT_REVIEWS,
   Manager,
   RequestAuthorizer,
   selfSignedCertificates,
@@ -195,6 +199,49 @@ describe('health probes and metrics', () => {
     now += 2;
     await authorizer.authorize(header, '/metrics');
     assert.equal(client.reviews, 4, 'the expired decision was reused');
+
+    // A token the apiserver does not accept: one TokenReview, then the refusal is reused.
+    const madeUp = 'Bearer not-a-token-at-all';
+    assert.equal((await authorizer.authorize(madeUp, '/metrics')).kind, 'unauthenticated');
+    assert.equal(client.reviews, 5, 'one TokenReview for the made-up token');
+    assert.equal((await authorizer.authorize(madeUp, '/metrics')).kind, 'unauthenticated');
+    assert.equal(client.reviews, 5, 'the refusal was not cached');
+  });
+
+  it('shares one review between concurrent requests with one token, and refuses at once past the bound on reviews in flight', async () => {
+    /** A client whose TokenReviews wait until the test lets them answer (unauthenticated). */
+    class Held extends KubeClient {
+      reviews = 0;
+      private readonly waiting: (() => void)[] = [];
+      override async create<T extends KubeObject>(obj: T): Promise<T & KubeObject> {
+        this.reviews++;
+        await new Promise<void>((r) => this.waiting.push(r));
+        return { ...obj, status: { authenticated: false, error: 'made up' } };
+      }
+      answerAll(): void {
+        for (const r of this.waiting.splice(0)) r();
+      }
+    }
+    const client = new Held(env.admin.transport, env.admin.discovery);
+    const authorizer = new RequestAuthorizer(client);
+    const same = Array.from({ length: 20 }, () => authorizer.authorize('Bearer same', '/metrics'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(client.reviews, 1, 'concurrent requests with one token each sent a review');
+    const others: Promise<AuthDecision>[] = [];
+    for (let i = 1; i < MAX_CONCURRENT_REVIEWS; i++)
+      others.push(authorizer.authorize(`Bearer t${i}`, '/metrics'));
+    assert.equal(authorizer.reviewsInFlight, MAX_CONCURRENT_REVIEWS);
+    const started = performance.now();
+    const over = await authorizer.authorize('Bearer one-too-many', '/metrics');
+    assert.ok(performance.now() - started < 50, 'the request past the bound waited');
+    assert.equal(over.kind, 'overloaded');
+    assert.equal(client.reviews, MAX_CONCURRENT_REVIEWS, 'a review was sent past the bound');
+    client.answerAll();
+    for (const d of await Promise.all([...same, ...others])) assert.equal(d.kind, 'unauthenticated');
+    assert.equal(authorizer.reviewsInFlight, 0);
+    // Room again, and the refusals are cached: the same token sends no second review.
+    assert.equal((await authorizer.authorize('Bearer same', '/metrics')).kind, 'unauthenticated');
+    assert.equal(client.reviews, MAX_CONCURRENT_REVIEWS);
   });
 
   it('secure metrics serve the certificate found in certDir, and its renewal without a restart', async (t) => {

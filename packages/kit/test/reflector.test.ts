@@ -186,6 +186,117 @@ describe('the reflector', () => {
     assert.equal(reflector.watching, false, 'a stopped reflector does not follow the server');
   });
 
+  it('a watch torn down for silence stays stale until a new one opens: no grace counted again from the teardown', async (t) => {
+    // A grace shorter than the silence, as with the defaults (60 s and 150 s), and one
+    // longer: in neither may the reflector look fresh between the teardown and a new watch.
+    for (const staleAfterMs of [1_000, 5_000]) {
+      const ns = await env.namespace(t, `frozen-stale-${staleAfterMs}`);
+      const proxy = await freezableProxy(new URL(env.admin.transport.server));
+      const viaProxy = await clientVia(proxy.port);
+      const idleTimeoutMs = 2_000;
+      const reflector = new Reflector({
+        client: viaProxy,
+        gvk: CONFIGMAP,
+        namespace: ns,
+        log: silent,
+        idleTimeoutMs,
+        staleAfterMs,
+      });
+      reflector.start();
+      try {
+        await reflector.waitForSync();
+        await eventually('watching', async () => (reflector.watching ? true : undefined));
+
+        // Frozen: the watch falls silent, and no new one can open (connections stay mute).
+        proxy.freeze();
+        const frozenAt = Date.now();
+        let staleAt: number | undefined;
+        while (Date.now() - frozenAt < 7_000) {
+          const h = reflector.health();
+          if (h.stale) staleAt ??= Date.now() - frozenAt;
+          else
+            assert.equal(
+              staleAt,
+              undefined,
+              `staleAfterMs ${staleAfterMs}: fresh again ${Date.now() - frozenAt} ms after the freeze, stale since ${staleAt} ms (restarts: ${h.restarts})`,
+            );
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.ok(
+          staleAt !== undefined && staleAt <= idleTimeoutMs + 1_000,
+          `staleAfterMs ${staleAfterMs}: stale ${staleAt} ms after the freeze, not once silent beyond idleTimeoutMs`,
+        );
+        assert.ok(reflector.health().restarts >= 1);
+        proxy.thaw();
+        await eventually(
+          'fresh once a new watch opens',
+          async () => (reflector.health().stale ? undefined : true),
+          40_000,
+        );
+      } finally {
+        await reflector.stop();
+        await proxy.close();
+        await viaProxy.transport.close();
+      }
+    }
+  });
+
+  it('a 429 on the watch (the watch cache initialising) is logged at debug with its Retry-After, not warned', async (t) => {
+    const ns = await env.namespace(t, 'throttled');
+    const lines: {
+      level: number;
+      msg: string;
+      err?: string;
+      retryAfterSeconds?: number;
+      retryInMs?: number;
+    }[] = [];
+    const log = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const opened: number[] = [];
+    const real = env.admin.transport;
+    const transport = new Proxy(real, {
+      get(target, prop) {
+        if (prop === 'dedicated')
+          return (o: RequestOptions) => {
+            opened.push(Date.now());
+            if (opened.length === 1)
+              return Promise.reject(
+                new ApiError(
+                  ApiErrorReason.TooManyRequests,
+                  429,
+                  'storage is (re)initializing',
+                  `WATCH ${o.path}`,
+                  [],
+                  1,
+                ),
+              );
+            return target.dedicated(o);
+          };
+        const v = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    }) as Transport;
+    const reflector = new Reflector({
+      client: new KubeClient(transport, env.admin.discovery),
+      gvk: CONFIGMAP,
+      namespace: ns,
+      log,
+    });
+    reflector.start();
+    t.after(() => reflector.stop());
+    await reflector.waitForSync();
+    const retry = lines.find((l) => /\(429\)/.test(l.err ?? ''));
+    assert.ok(retry, `no line about the 429: ${JSON.stringify(lines)}`);
+    assert.equal(retry.level, 20, 'logged at debug');
+    assert.equal(retry.retryAfterSeconds, 1);
+    assert.ok((retry.retryInMs ?? 0) >= 1_000, 'the retry waits the Retry-After');
+    assert.ok((opened[1] ?? 0) - (opened[0] ?? 0) >= 950, 'retried after the Retry-After');
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 40),
+      [],
+      'nothing at warn or above',
+    );
+  });
+
   it('a metadata-only reflector over an empty namespace syncs (the server lists items: null)', async (t) => {
     const ns = await env.namespace(t, 'empty-meta');
     const reflector = new Reflector({

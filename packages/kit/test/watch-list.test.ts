@@ -123,6 +123,81 @@ describe('the streaming watch-list', () => {
     assert.deepEqual([...again.store.keys()].sort(), [`${ns}/keep`, `${ns}/new`]);
   });
 
+  it('after a server-side watch end, resumes with a plain watch from the last bookmark, past writes elsewhere: no second stream', async (t) => {
+    const watched = await env.namespace(t, 'watch-list-resume');
+    const busy = await env.namespace(t, 'watch-list-churn');
+    await seed(watched, ['a']);
+    const { client, requests } = recordingClient();
+    // The server ends each watch after 15 to 30 s (the reflector draws between the option
+    // and twice it), and sends a bookmark 2 s before that deadline (and about every
+    // minute): the only news a namespace with no writes of its own gets.
+    const reflector = new Reflector({
+      client,
+      gvk: CONFIGMAP,
+      namespace: watched,
+      log: silent,
+      watchTimeoutSeconds: 15,
+    });
+    let snapshots = 0;
+    reflector.onSnapshot(() => {
+      snapshots++;
+    });
+    const openedAt = Date.now();
+    reflector.start();
+    t.after(() => reflector.stop());
+    await reflector.waitForSync();
+
+    // Writes of the same kind in another namespace: the watched scope sees none of them,
+    // only bookmarks carrying their resourceVersions.
+    let churnRv = 0n;
+    for (let batch = 0; batch < 30; batch++) {
+      const made = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          env.admin.create({ ...CONFIGMAP, metadata: { name: `churn-${batch}-${i}`, namespace: busy } }),
+        ),
+      );
+      for (const o of made) {
+        const rv = BigInt(o.metadata.resourceVersion ?? '0');
+        if (rv > churnRv) churnRv = rv;
+      }
+    }
+    const churnMs = Date.now() - openedAt;
+    assert.ok(
+      churnMs < 12_000,
+      `the writes took ${churnMs} ms: past the stream's last bookmark (13 s at the earliest)`,
+    );
+
+    const watches = (): RequestOptions[] =>
+      requests.filter(
+        (o) => o.path === `/api/v1/namespaces/${watched}/configmaps` && o.query?.watch === 'true',
+      );
+    // The first resume, right after the stream the server ended: it must start from the
+    // bookmark that stream sent after the writes. From the version the initial events
+    // ended at, it would be 300 writes behind: once the server's window passes that, a
+    // 410 and a whole new stream (each relist running every onSnapshot handler again).
+    const [stream, resumed] = await eventually(
+      'the server ended the stream and the reflector resumed',
+      async () => (watches().length >= 2 ? watches() : undefined),
+      40_000,
+    );
+    assert.ok(stream && isWatchList(stream), 'the first watch is the stream');
+    assert.ok(resumed && !isWatchList(resumed), 'the resume is a plain watch, not a second stream');
+    assert.equal(resumed.query?.resourceVersionMatch, undefined);
+    const resumedAt = BigInt(String(resumed.query?.resourceVersion ?? '0'));
+    assert.ok(
+      resumedAt >= churnRv,
+      `resumed from resourceVersion ${resumedAt}, before the last write elsewhere (${churnRv}): the stream's bookmarks did not move it`,
+    );
+    assert.equal(reflector.health().relists, 1, 'no relist');
+    assert.equal(snapshots, 1, 'onSnapshot ran for the initial state only');
+
+    await seed(watched, ['after-resume']);
+    await eventually('the resumed watch delivers', async () =>
+      reflector.store.get(`${watched}/after-resume`),
+    );
+    assert.equal(reflector.health().relists, 1);
+  });
+
   it('falls back to LIST and WATCH when the server refuses a watch-list', async (t) => {
     const ns = await env.namespace(t, 'watch-list-refused');
     await seed(ns, ['a', 'b']);

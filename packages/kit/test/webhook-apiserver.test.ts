@@ -18,6 +18,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
 import {
   type AdmissionRequest,
@@ -49,6 +50,17 @@ let manager: Manager;
 let server: WebhookServer;
 let certDir: string;
 const admitted: AdmissionRequest[] = [];
+/** Names the slow validating handler was called for, in order of answering. */
+const slowAnswered: string[] = [];
+/** How long the slow handler takes for ConfigMaps named `slow-*`: under the webhook's 15 s, over 10 s. */
+const SLOW_HANDLER_MS = 12_000;
+/** Names the in-place mutating handler was called for. */
+const scaledSeen: string[] = [];
+
+/** A Deployment, as much of it as the in-place mutating handler touches. */
+interface Scaled extends KubeObject {
+  spec: { replicas?: number };
+}
 const cleanups: (() => Promise<unknown>)[] = [];
 
 /** v1 stores `spec.size` as a decimal string; v2 says `spec.replicas` as an integer. */
@@ -121,6 +133,19 @@ before(async () => {
         metadata: { ...cm.metadata, labels: { ...cm.metadata.labels, 'kit.test/mutated': 'yes' } },
       });
     })
+    .validating('/slow', async (req, { signal }) => {
+      // Probes answer at once, so that the test can see the webhook is active.
+      if (req.name?.startsWith('slow-')) await delay(SLOW_HANDLER_MS, undefined, { signal });
+      slowAnswered.push(req.name ?? '');
+      return allow();
+    })
+    .mutating<Scaled>('/scale-in-place', (req) => {
+      scaledSeen.push(req.name ?? '');
+      // The natural way: edit the request's object, return it.
+      const d = req.object as Scaled;
+      d.spec.replicas = 3;
+      return mutateTo(d);
+    })
     .conversion('/convert', convertGadget);
   manager = new Manager({ name: 'webhook-test', client: env.admin, logger: quiet });
   manager.add(server, { needLeaderElection: false });
@@ -138,19 +163,18 @@ after(async () => {
   await env?.close();
 });
 
-function admissionWebhook(name: string, path: string, ns: string) {
+const CONFIGMAPS_RULE = { apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] };
+
+function admissionWebhook(
+  name: string,
+  path: string,
+  ns: string,
+  opts: { port?: number; rule?: typeof CONFIGMAPS_RULE } = {},
+) {
   return {
     name,
-    clientConfig: { url: `https://127.0.0.1:${server.port}${path}` },
-    rules: [
-      {
-        apiGroups: [''],
-        apiVersions: ['v1'],
-        operations: ['CREATE', 'UPDATE'],
-        resources: ['configmaps'],
-        scope: 'Namespaced',
-      },
-    ],
+    clientConfig: { url: `https://127.0.0.1:${opts.port ?? server.port}${path}` },
+    rules: [{ ...(opts.rule ?? CONFIGMAPS_RULE), operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }],
     // Only this test's namespace: the plane is shared, and failurePolicy Fail elsewhere
     // would refuse other tests' ConfigMaps whenever this server is down.
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
@@ -248,6 +272,119 @@ describe('webhooks called by the apiserver', () => {
     await labelsOf('stamped', false);
     const live = await env.admin.get(CONFIGMAP, 'stamped', ns);
     assert.deepEqual(live.metadata.labels, { app: 'x', 'kit.test/mutated': 'yes' });
+  });
+
+  it("admits under failurePolicy Ignore an object whose handler takes 12 s of the webhook's 15 s timeoutSeconds", async (t) => {
+    const ns = await env.namespace(t, 'webhook-slow');
+    const name = `kit-slow-${ns}`;
+    await register(VWC, name, [
+      {
+        ...admissionWebhook('slow.webhook.kit.test.io', '/slow', ns),
+        failurePolicy: 'Ignore',
+        timeoutSeconds: 15,
+      },
+    ]);
+    await injectCaBundle(env.admin, await readFile(join(certDir, 'ca.crt'), 'utf8'), {
+      validatingWebhookConfigurations: [name],
+    });
+    // Under Ignore every create passes: the webhook is active once it has seen a probe.
+    await eventually('the slow webhook is active', async () => {
+      const probe = `probe-${slowAnswered.length}`;
+      await env.admin.create({ ...CONFIGMAP, metadata: { name: probe, namespace: ns } }, { dryRun: true });
+      return slowAnswered.includes(probe) ? true : undefined;
+    });
+    const started = Date.now();
+    // Not a dry run: the apiserver calls the webhook once, and the object is stored.
+    await env.admin.create({ ...CONFIGMAP, metadata: { name: 'slow-1', namespace: ns }, data: { a: '1' } });
+    assert.ok(Date.now() - started >= SLOW_HANDLER_MS - 1_000, 'the webhook was waited for');
+    assert.ok(slowAnswered.includes('slow-1'), 'the handler decided');
+    const live = await env.admin.get<KubeObject & { data: Record<string, string> }>(CONFIGMAP, 'slow-1', ns);
+    assert.deepEqual(live.data, { a: '1' });
+  });
+
+  it('denies under failurePolicy Ignore a review over maxBodyBytes, with 413 and the limit, instead of admitting it unchecked', async (t) => {
+    const ns = await env.namespace(t, 'webhook-oversized');
+    const small = new WebhookServer({
+      name: 'small-webhook-server',
+      host: '127.0.0.1',
+      port: 0,
+      certDir,
+      logger: quiet,
+      maxBodyBytes: 8 * 1024,
+    }).validating('/validate', () => allow());
+    await small.start(new AbortController().signal);
+    t.after(() => small.stop());
+    const name = `kit-oversized-${ns}`;
+    await register(VWC, name, [
+      {
+        ...admissionWebhook('small.webhook.kit.test.io', '/validate', ns, { port: small.port }),
+        failurePolicy: 'Ignore',
+      },
+    ]);
+    await injectCaBundle(env.admin, await readFile(join(certDir, 'ca.crt'), 'utf8'), {
+      validatingWebhookConfigurations: [name],
+    });
+    const big = (cmName: string) => ({
+      ...CONFIGMAP,
+      metadata: { name: cmName, namespace: ns },
+      data: { big: 'x'.repeat(16 * 1024) },
+    });
+    await eventually('the oversized review is refused', async () => {
+      try {
+        await env.admin.create(big('probe'), { dryRun: true });
+        return undefined;
+      } catch (err) {
+        return isApiError(err) && err.code === 413 ? true : Promise.reject(err);
+      }
+    });
+    const err = await env.admin.create(big('big')).then(
+      () => assert.fail('the oversized ConfigMap was admitted'),
+      (e: unknown) => e,
+    );
+    assert.ok(isApiError(err), String(err));
+    assert.equal(err.code, 413);
+    assert.match(
+      err.message,
+      /admission webhook "small\.webhook\.kit\.test\.io" denied the request: the body exceeds the webhook server's limit of 8192 bytes/,
+    );
+    assert.equal(await env.admin.find(CONFIGMAP, 'big', ns), undefined);
+    // A review under the limit is answered as usual.
+    await env.admin.create({ ...CONFIGMAP, metadata: { name: 'small', namespace: ns }, data: { a: '1' } });
+  });
+
+  it('stores replicas 3 set by a mutating handler that edits the request object in place', async (t) => {
+    const ns = await env.namespace(t, 'webhook-in-place');
+    const name = `kit-in-place-${ns}`;
+    await register(MWC, name, [
+      admissionWebhook('scale.webhook.kit.test.io', '/scale-in-place', ns, {
+        rule: { apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] },
+      }),
+    ]);
+    await injectCaBundle(env.admin, await readFile(join(certDir, 'ca.crt'), 'utf8'), {
+      mutatingWebhookConfigurations: [name],
+    });
+    const deployment = (deploymentName: string): Scaled => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: deploymentName, namespace: ns },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'x' } },
+        template: {
+          metadata: { labels: { app: 'x' } },
+          spec: { containers: [{ name: 'c', image: 'registry.invalid/x:1' }] },
+        },
+      } as Scaled['spec'],
+    });
+    // Seen by the handler, not by its effect: the effect is what is under test.
+    await eventually('the mutating webhook is active', async () => {
+      const probe = `probe-${scaledSeen.length}`;
+      await env.admin.create(deployment(probe), { dryRun: true });
+      return scaledSeen.includes(probe) ? true : undefined;
+    });
+    await env.admin.create(deployment('scaled'));
+    const live = await env.admin.get<Scaled>({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'scaled', ns);
+    assert.equal(live.spec.replicas, 3);
   });
 
   it('converts a Gadget between v1 (size as a string) and v2 (replicas as an integer)', async (t) => {

@@ -20,6 +20,7 @@ import {
   deny,
   FakeClock,
   KEY_FILE,
+  type KubeObject,
   mutateTo,
   selfSignedCertificates,
   type WebhookCertificates,
@@ -97,6 +98,13 @@ function call(
     if (body !== undefined) req.write(body);
     req.end();
   });
+}
+
+interface StatusOf {
+  readonly status: string;
+  readonly code: number;
+  readonly reason: string;
+  readonly message: string;
 }
 
 function review(request: Record<string, unknown>): string {
@@ -204,39 +212,140 @@ describe('the webhook server', () => {
     ]);
   });
 
-  it('answers 400 with a message to malformed JSON and to a review of the wrong kind or version', async (t) => {
+  it('patches what a handler changed by editing the request object in place (w.spec.replicas = 3; return mutateTo(w))', async (t) => {
+    interface Widget extends KubeObject {
+      spec: { replicas: number; template: { labels: Record<string, string> } };
+    }
+    const server = newServer().mutating<Widget>('/mutate', (req) => {
+      const w = req.object as Widget;
+      w.spec.replicas = 3;
+      w.spec.template.labels.tier = 'web';
+      return mutateTo(w);
+    });
+    const port = await started(t, server);
+    const widget = {
+      apiVersion: 'kit.test.io/v1',
+      kind: 'Widget',
+      metadata: { name: 'w', namespace: 'n' },
+      spec: { replicas: 1, template: { labels: { app: 'x' } } },
+    };
+    const reply = await call(port, '/mutate', review(admissionRequest(widget)));
+    const response = reply.json.response as {
+      uid: string;
+      allowed: boolean;
+      patchType: string;
+      patch: string;
+    };
+    assert.equal(response.uid, 'req-1');
+    assert.equal(response.allowed, true);
+    assert.equal(response.patchType, 'JSONPatch', JSON.stringify(response));
+    assert.deepEqual(JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')), [
+      { op: 'replace', path: '/spec/replicas', value: 3 },
+      { op: 'add', path: '/spec/template/labels/tier', value: 'web' },
+    ]);
+  });
+
+  it('refuses malformed JSON and a review of the wrong kind or version with a review denial, HTTP 200, code 400, and the uid when the body has one', async (t) => {
     const server = newServer()
       .validating('/v', () => allow())
       .conversion('/c', (o) => o);
     const port = await started(t, server);
-    const bad = await call(port, '/v', '{"apiVersion": ');
-    assert.equal(bad.status, 400);
-    assert.match(String(bad.json.message), /the body is not JSON/);
+    const denial = (reply: Reply) => {
+      assert.equal(reply.status, 200, reply.body);
+      assert.equal(reply.json.kind, 'AdmissionReview');
+      const response = reply.json.response as { uid: string; allowed: boolean; status: StatusOf };
+      assert.equal(response.allowed, false);
+      assert.equal(response.status.status, 'Failure');
+      return response;
+    };
+
+    const bad = denial(await call(port, '/v', '{"apiVersion": '));
+    assert.equal(bad.uid, '');
+    assert.equal(bad.status.code, 400);
+    assert.equal(bad.status.reason, 'BadRequest');
+    assert.match(bad.status.message, /the body is not JSON/);
+    // Cut short after the uid, as the apiserver writes it first: the uid is recovered.
+    const cut = denial(await call(port, '/v', review(admissionRequest(CM())).slice(0, -20)));
+    assert.equal(cut.uid, 'req-1');
+    assert.match(cut.status.message, /the body is not JSON/);
+
     const old = await call(
       port,
       '/v',
-      JSON.stringify({ apiVersion: 'admission.k8s.io/v1beta1', kind: 'AdmissionReview' }),
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1beta1',
+        kind: 'AdmissionReview',
+        request: { uid: 'old-1' },
+      }),
     );
-    assert.equal(old.status, 400);
+    // Answered in the version asked: the apiserver reads a v1beta1 answer to a v1beta1 review.
+    assert.equal(old.json.apiVersion, 'admission.k8s.io/v1beta1');
+    const oldResponse = denial(old);
+    assert.equal(oldResponse.uid, 'old-1');
+    assert.equal(oldResponse.status.code, 400);
     assert.match(
-      String(old.json.message),
-      /expected an admission.k8s.io\/v1 AdmissionReview, got admission.k8s.io\/v1beta1/,
+      oldResponse.status.message,
+      /expected an admission.k8s.io\/v1 AdmissionReview, got admission.k8s.io\/v1beta1 AdmissionReview \(register the webhook with admissionReviewVersions: \[v1\]\)/,
     );
+
+    const conversionAtAdmission = denial(
+      await call(
+        port,
+        '/v',
+        JSON.stringify({
+          apiVersion: 'apiextensions.k8s.io/v1',
+          kind: 'ConversionReview',
+          request: { uid: 'conv-9', desiredAPIVersion: 'x/v1', objects: [] },
+        }),
+      ),
+    );
+    assert.equal(conversionAtAdmission.uid, 'conv-9');
+    assert.match(conversionAtAdmission.status.message, /expected an admission.k8s.io\/v1 AdmissionReview/);
+
+    // A conversion path answers in ConversionReviews.
     const conv = await call(port, '/c', review(admissionRequest(CM())));
-    assert.equal(conv.status, 400);
-    assert.match(String(conv.json.message), /expected an apiextensions.k8s.io\/v1 ConversionReview/);
-    const noUid = await call(port, '/v', review({ ...admissionRequest(CM()), uid: undefined }));
-    assert.equal(noUid.status, 400);
-    assert.match(String(noUid.json.message), /no request with a uid/);
-    assert.equal((await call(port, '/nowhere', review(admissionRequest(CM())))).status, 404);
-    assert.equal((await call(port, '/v', undefined, { method: 'GET' })).status, 405);
-    assert.equal(
-      (await call(port, '/v', 'a=1', { contentType: 'application/x-www-form-urlencoded' })).status,
-      415,
+    assert.equal(conv.status, 200);
+    assert.equal(conv.json.kind, 'ConversionReview');
+    assert.equal(conv.json.apiVersion, 'apiextensions.k8s.io/v1');
+    const convResponse = conv.json.response as { uid: string; convertedObjects: unknown[]; result: StatusOf };
+    assert.equal(convResponse.uid, 'req-1');
+    assert.deepEqual(convResponse.convertedObjects, []);
+    assert.equal(convResponse.result.status, 'Failure');
+    assert.match(convResponse.result.message, /expected an apiextensions.k8s.io\/v1 ConversionReview/);
+
+    const noUid = denial(await call(port, '/v', review({ ...admissionRequest(CM()), uid: undefined })));
+    assert.equal(noUid.status.code, 400);
+    assert.match(noUid.status.message, /no request with a uid/);
+
+    const get = denial(await call(port, '/v', undefined, { method: 'GET' }));
+    assert.equal(get.status.code, 405);
+    assert.equal(get.status.reason, 'MethodNotAllowed');
+    const form = denial(await call(port, '/v', 'a=1', { contentType: 'application/x-www-form-urlencoded' }));
+    assert.equal(form.status.code, 415);
+    assert.match(
+      form.status.message,
+      /content-type application\/x-www-form-urlencoded is not application\/json/,
     );
+
+    // An unregistered path refuses a review in kind (a misnamed path must not admit
+    // under failurePolicy Ignore), and anything else with a plain 404.
+    const nowhere = denial(await call(port, '/nowhere', review(admissionRequest(CM()))));
+    assert.deepEqual(nowhere, {
+      uid: 'req-1',
+      allowed: false,
+      status: {
+        status: 'Failure',
+        code: 404,
+        reason: 'NotFound',
+        message: 'no webhook is registered at /nowhere',
+      },
+    });
+    const plain = await call(port, '/nowhere', undefined, { method: 'GET' });
+    assert.equal(plain.status, 404);
+    assert.equal(plain.json.kind, 'Status');
   });
 
-  it('answers 413 to a body over the limit, announced or streamed', async (t) => {
+  it('denies a body over the limit, announced or streamed, with 413 and the uid read from its head', async (t) => {
     let calls = 0;
     const server = newServer({ maxBodyBytes: 64 * 1024 }).validating('/v', () => {
       calls++;
@@ -244,16 +353,34 @@ describe('the webhook server', () => {
     });
     const port = await started(t, server);
     const big = review(admissionRequest({ ...CM(), data: { big: 'x'.repeat(100 * 1024) } }));
-    const announced = await call(port, '/v', big);
-    assert.equal(announced.status, 413);
-    assert.match(String(announced.json.message), /exceeds the webhook server's limit of 65536 bytes/);
-    const streamed = await call(port, '/v', big, { chunked: true }).catch((err: Error) => err);
-    // The server answers before reading the rest; the client may see the answer or, if
-    // it was still writing when the connection closed, a reset. Never a 200.
-    if (!(streamed instanceof Error)) assert.equal(streamed.status, 413);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    t.after(() => agent.destroy());
+    for (const chunked of [false, true]) {
+      // The server reads the rest of the body before it answers: the caller, still
+      // writing, reads the denial instead of a reset.
+      const reply = await call(port, '/v', big, { chunked, agent });
+      assert.equal(reply.status, 200, `chunked ${chunked}: ${reply.body}`);
+      assert.deepEqual(reply.json, {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        response: {
+          uid: 'req-1',
+          allowed: false,
+          status: {
+            status: 'Failure',
+            code: 413,
+            reason: 'RequestEntityTooLarge',
+            message: "the body exceeds the webhook server's limit of 65536 bytes",
+          },
+        },
+      });
+    }
     assert.equal(calls, 0);
-    // Under the limit passes.
-    assert.equal((await call(port, '/v', review(admissionRequest(CM())))).status, 200);
+    // Under the limit passes, on the same connection: the refused bodies were read to their end.
+    const fine = await call(port, '/v', review(admissionRequest(CM())), { agent });
+    assert.equal(fine.status, 200);
+    assert.equal(fine.reusedSocket, true);
+    assert.equal((fine.json.response as { allowed: boolean }).allowed, true);
   });
 
   it('denies, with the error message, when an admission handler throws, and counts it', async (t) => {
@@ -367,7 +494,7 @@ describe('the webhook server', () => {
       entered = resolve;
     });
     let aborted = false;
-    const server = newServer({ clock, handlerTimeoutMs: 10_000 }).validating(
+    const server = newServer({ clock }).validating(
       '/slow',
       (_req, { signal }) =>
         new Promise((resolve) => {
@@ -399,6 +526,112 @@ describe('the webhook server', () => {
     });
   });
 
+  it("waits for a slow handler until the apiserver's timeout (15 s), with no 10 s deadline of its own", async (t) => {
+    const clock = new FakeClock();
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let finish!: () => void;
+    let signalAborted = false;
+    const server = newServer({ clock }).validating(
+      '/slow',
+      (_req, { signal }) =>
+        new Promise((resolve) => {
+          entered();
+          signal.addEventListener('abort', () => {
+            signalAborted = true;
+          });
+          finish = () => resolve(allow(['took 12 s']));
+        }),
+    );
+    const port = await started(t, server);
+    let answered = false;
+    const reply = call(port, '/slow?timeout=15s', review(admissionRequest(CM()))).finally(() => {
+      answered = true;
+    });
+    await within(5_000, 'the handler starts', inHandler);
+    clock.advance(12_000);
+    // Time for an answer to arrive if the server had given one.
+    await delay(200);
+    assert.equal(answered, false, 'the server answered before the apiserver timeout');
+    assert.equal(signalAborted, false);
+    finish();
+    const response = (await reply).json.response as { allowed: boolean; warnings: string[] };
+    assert.deepEqual(response, { uid: 'req-1', allowed: true, warnings: ['took 12 s'] });
+  });
+
+  it("waits 30 s, the apiserver's longest timeout, when the request names none", async (t) => {
+    const clock = new FakeClock();
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const server = newServer({ clock }).validating(
+      '/slow',
+      () =>
+        new Promise(() => {
+          entered();
+        }),
+    );
+    const port = await started(t, server);
+    let answered = false;
+    const reply = call(port, '/slow', review(admissionRequest(CM()))).finally(() => {
+      answered = true;
+    });
+    await within(5_000, 'the handler starts', inHandler);
+    clock.advance(29_999);
+    await delay(200);
+    assert.equal(answered, false);
+    clock.advance(1);
+    const response = (await reply).json.response as { status: { code: number; message: string } };
+    assert.equal(response.status.code, 504);
+    assert.equal(response.status.message, 'the webhook did not decide within 30000 ms');
+  });
+
+  it("aborts the signal at handlerTimeoutMs, yet answers for a handler only at the apiserver's deadline", async (t) => {
+    const clock = new FakeClock();
+    const entered: string[] = [];
+    const server = newServer({ clock, handlerTimeoutMs: 2_000 })
+      // Gives up when told, and answers itself.
+      .validating(
+        '/gives-up',
+        (_req, { signal }) =>
+          new Promise((resolve) => {
+            entered.push('gives-up');
+            signal.addEventListener('abort', () => resolve(allow(['gave up'])));
+          }),
+      )
+      // Ignores the signal.
+      .validating(
+        '/stubborn',
+        () =>
+          new Promise(() => {
+            entered.push('stubborn');
+          }),
+      );
+    const port = await started(t, server);
+    const givesUp = call(port, '/gives-up?timeout=10s', review(admissionRequest(CM())));
+    let stubbornAnswered = false;
+    const stubborn = call(port, '/stubborn?timeout=10s', review(admissionRequest(CM()))).finally(() => {
+      stubbornAnswered = true;
+    });
+    for (let i = 0; i < 100 && entered.length < 2; i++) await delay(20);
+    assert.equal(entered.length, 2, 'both handlers started');
+    clock.advance(2_000);
+    assert.deepEqual((await givesUp).json.response, { uid: 'req-1', allowed: true, warnings: ['gave up'] });
+    await delay(200);
+    assert.equal(
+      stubbornAnswered,
+      false,
+      'a denial before the apiserver timeout would override failurePolicy',
+    );
+    clock.advance(8_000);
+    const response = (await stubborn).json.response as { status: { code: number; message: string } };
+    assert.equal(response.status.code, 504);
+    assert.equal(response.status.message, 'the webhook did not decide within 10000 ms');
+  });
+
   it("counts requests by path and code under controller-runtime's metric names", async (t) => {
     const registry = new Registry();
     const server = newServer({ registry }).validating('/v', () => allow());
@@ -407,8 +640,9 @@ describe('the webhook server', () => {
     await call(port, '/v', review(admissionRequest(CM())));
     await call(port, '/v', 'not json');
     const text = await registry.metrics();
-    assert.match(text, /^controller_runtime_webhook_requests_total\{webhook="\/v",code="200"\} 2$/m);
-    assert.match(text, /^controller_runtime_webhook_requests_total\{webhook="\/v",code="400"\} 1$/m);
+    // The malformed body is answered with a denial in a review: HTTP 200, as controller-runtime counts it.
+    assert.match(text, /^controller_runtime_webhook_requests_total\{webhook="\/v",code="200"\} 3$/m);
+    assert.doesNotMatch(text, /code="400"/);
     assert.match(text, /^controller_runtime_webhook_latency_seconds_count\{webhook="\/v"\} 3$/m);
     assert.match(text, /^controller_runtime_webhook_requests_in_flight\{webhook="\/v"\} 0$/m);
   });

@@ -15,17 +15,22 @@
  *   unpaged LIST is made at once, as client-go's pager does (`FullListIfExpired`).
  * A server that refuses the watch-list parameters (a 4xx: the WatchList feature off, or
  *   a server too old to know them) is asked with `list` from then on: the loop remembers.
+ * After the initial state, in both modes, every event's and bookmark's resourceVersion is
+ * the version to resume from (client-go's last-synced version), so a watch the server
+ * ends is resumed with a plain WATCH from there; only a 410 fetches a whole state again.
  *
  * Guarantees:
  * - A watch is connected when the server answers 200, not when its first event comes:
  *   a quiet kind after a reconnect is healthy, not stale.
  * - A watch never stays silent for ever: one that outlives its server timeout (plus
  *   30 s), or that delivers nothing (not even a bookmark) for `idleTimeoutMs`, is torn
- *   down and resumed, and counted as stale meanwhile.
+ *   down and resumed. Silent that long, the loop is stale at once, and stays stale until
+ *   a new watch opens, with no `staleAfterMs` grace after the teardown (it was silent for
+ *   long enough); a watch that fails outright is stale after `staleAfterMs` without one.
  * - Failures reconnect with jittered backoff (about 0.8 s to 30 s, reset after a healthy
- *   minute), a 429's Retry-After honoured. A LIST that fails (a 410 included) backs
- *   off like any failure; a watch told its resourceVersion is gone relists at once, but
- *   not twice within a second.
+ *   minute), a 429's Retry-After honoured (and logged at debug: an expected retry). A
+ *   LIST that fails (a 410 included) backs off like any failure; a watch told its
+ *   resourceVersion is gone relists at once, but not twice within a second.
  * - A kind that is not served (yet) is retried with backoff and said so in `lastError`,
  *   with `served: false`; discovery is asked again each time.
  */
@@ -98,7 +103,10 @@ export interface ListWatchHealth {
   readonly name: string;
   /** The loop has delivered a complete state at least once. */
   readonly synced: boolean;
-  /** Not synced, or without a working watch for longer than `staleAfterMs`, or silent beyond `idleTimeoutMs`. */
+  /**
+   * Not synced, or without a working watch for longer than `staleAfterMs`, or silent beyond
+   * `idleTimeoutMs` (and then until a new watch opens, with no grace after the teardown).
+   */
   readonly stale: boolean;
   /** False once discovery said the kind is not served; true again when it is. */
   readonly served: boolean;
@@ -119,7 +127,8 @@ export interface ListWatchHealth {
 type WatchEnd =
   | { readonly kind: 'closed' }
   | { readonly kind: 'gone' }
-  | { readonly kind: 'stalled' }
+  /** Torn down by the stall detector; `silent`: for delivering nothing for `idleTimeoutMs`. */
+  | { readonly kind: 'stalled'; readonly silent: boolean }
   | { readonly kind: 'stopped' }
   /** The server refused the watch-list parameters: fall back to LIST. */
   | { readonly kind: 'refused'; readonly error: unknown }
@@ -139,6 +148,8 @@ export class ListWatch {
   /** Since when the loop has had no working watch; staleness counts from here. */
   private disconnectedSince: number | undefined;
   private connected = false;
+  /** The last watch was torn down for silence, and none has opened since: stale, without grace. */
+  private silenced = false;
   private lastError: string | undefined;
   private lastListAt = Number.NEGATIVE_INFINITY;
   private relists = 0;
@@ -161,7 +172,7 @@ export class ListWatch {
     return {
       name: this.opts.name,
       synced: this.synced,
-      stale: !this.synced || unhealthyFor > staleAfter || idle,
+      stale: !this.synced || unhealthyFor > staleAfter || idle || this.silenced,
       served: this.served,
       listMode: this.mode,
       watching: this.watching,
@@ -221,6 +232,10 @@ export class ListWatch {
           case 'stalled':
             this.restarts++;
             this.markDisconnected();
+            // Silent that long, `idle` has called the loop stale already: a grace counted
+            // from the teardown would call it fresh again for `staleAfterMs` while no new
+            // watch may open at all (the path that froze it is likely frozen still).
+            if (end.silent) this.silenced = true;
             log.warn({ reflector: this.opts.name }, 'watch went silent beyond its timeout: restarting it');
             break;
           case 'refused':
@@ -250,11 +265,17 @@ export class ListWatch {
           this.lastError = `kind ${this.opts.gvk.apiVersion}/${this.opts.gvk.kind} not served: ${this.lastError}`;
           this.opts.client.discovery.invalidate(this.opts.gvk.apiVersion);
         }
-        const retryAfterMs = isApiError(err) && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : 0;
-        const delay = Math.max(retryAfterMs, this.opts.backoff.next());
-        log.warn(
-          { reflector: this.opts.name, err: this.lastError, retryInMs: delay },
-          'list or watch failed: retrying',
+        const retryAfterSeconds = isApiError(err) ? err.retryAfterSeconds : undefined;
+        const delay = Math.max((retryAfterSeconds ?? 0) * 1000, this.opts.backoff.next());
+        // A 429 is the server asking us to come back later (its watch cache initialising
+        // after a start, or priority and fairness shedding load): an expected retry, not
+        // a fault, so it is not worth a warning on every start.
+        const throttled = isApiError(err) && err.code === 429;
+        log[throttled ? 'debug' : 'warn'](
+          { reflector: this.opts.name, err: this.lastError, retryInMs: delay, retryAfterSeconds },
+          throttled
+            ? 'list or watch throttled (429): retrying after its Retry-After'
+            : 'list or watch failed: retrying',
         );
         try {
           await sleep(this.clock, delay, signal);
@@ -267,6 +288,7 @@ export class ListWatch {
 
   private markConnected(): void {
     this.connected = true;
+    this.silenced = false;
     this.connects++;
     this.disconnectedSince = undefined;
     this.lastActivityAt = this.clock.now();
@@ -386,7 +408,7 @@ export class ListWatch {
     if (this.opts.signal.aborted) return { kind: 'stopped' };
     const abort = new AbortController();
     const signal = AbortSignal.any([this.opts.signal, abort.signal]);
-    let stalled = false;
+    let stalled: { silent: boolean } | undefined;
     const openedAt = this.clock.now();
     this.lastActivityAt = openedAt;
     const idleMs = this.idleMs;
@@ -394,8 +416,9 @@ export class ListWatch {
     // or quiet beyond idleMs, the connection is dead without having said so.
     const check = (): void => {
       const now = this.clock.now();
-      if (now - openedAt > (timeoutSeconds + 30) * 1000 || now - this.lastActivityAt > idleMs) {
-        stalled = true;
+      const silent = now - this.lastActivityAt > idleMs;
+      if (silent || now - openedAt > (timeoutSeconds + 30) * 1000) {
+        stalled = { silent };
         abort.abort(new Error('stalled'));
         return;
       }
@@ -404,7 +427,7 @@ export class ListWatch {
     const every = Math.min(5_000, Math.max(100, idleMs / 4));
     let timer = this.clock.setTimeout(check, every);
     // A watch-list's initial objects, gathered aside until its end bookmark.
-    const initialState = initial ? new Map<ObjectKey, KubeObject>() : undefined;
+    const initialState = new Map<ObjectKey, KubeObject>();
     let opened = false;
     try {
       for await (const ev of watch<KubeObject>(this.opts.client.transport, this.path(info), {
@@ -425,20 +448,23 @@ export class ListWatch {
         this.lastActivityAt = this.clock.now();
         const rv = ev.object.metadata.resourceVersion;
         if (ev.type === 'BOOKMARK') {
-          if (initialState) {
+          // Branch on `initial`, not on the map: the map outlives the initial events, and
+          // bookmarks after them must move the resume version (writes to other namespaces
+          // or objects advance only bookmarks; a resume from the start version would meet
+          // a 410 once the server's window moved past it, and re-stream everything).
+          if (initial) {
+            // Before the end bookmark nothing is stored yet: a resume must not skip them.
             if (ev.object.metadata.annotations?.[INITIAL_EVENTS_END_ANNOTATION] !== 'true') continue;
             this.resourceVersion = rv;
             const items = [...initialState.values()];
             initialState.clear();
             this.deliver(items, 'watch-list');
             initial = false;
-            continue;
-          }
-          if (rv) this.resourceVersion = rv;
+          } else if (rv) this.resourceVersion = rv;
           continue;
         }
         const obj = this.prepare(ev.object);
-        if (initial && initialState) {
+        if (initial) {
           if (ev.type === 'DELETED') initialState.delete(objectKey(obj));
           else initialState.set(objectKey(obj), obj);
           continue;
@@ -449,7 +475,7 @@ export class ListWatch {
       return initial ? { kind: 'incomplete' } : { kind: 'closed' };
     } catch (err) {
       if (this.opts.signal.aborted) return { kind: 'stopped' };
-      if (stalled) return { kind: 'stalled' };
+      if (stalled) return { kind: 'stalled', silent: stalled.silent };
       if (isApiError(err, ApiErrorReason.Gone)) return { kind: 'gone' };
       if (initial && !opened && refusesWatchList(err)) return { kind: 'refused', error: err };
       return { kind: 'failed', error: err };

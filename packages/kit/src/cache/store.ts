@@ -10,7 +10,7 @@
  *   the memory of a large cache and the cost of every reconcile; a freeze at ingest
  *   costs one walk per object version. Reads are typed `DeepReadonly<T>` to say so.
  * - A store that has not received its first complete list refuses reads
- *   (`get`, `list`, `keys`, `byIndex` throw {@link CacheNotSyncedError}): an empty
+ *   (`get`, `list`, `keys`, `byIndex`, `size` throw {@link CacheNotSyncedError}): an empty
  *   answer there would mean "not loaded yet", and a reconciler would take it for
  *   "absent" and act on it. Wait with `Reflector.ready()` or `InformerCache.ready()`.
  * - A store may be filled by several reflectors, one per namespace (a cache scoped to a
@@ -95,8 +95,12 @@ export class Store<T extends KubeObject = KubeObject> {
     return this.items.get(key) as DeepReadonly<T> | undefined;
   }
 
-  /** How many objects are stored (0 before the first list: not a read of the content). */
+  /**
+   * How many objects are stored. Refused before the first list like every other read:
+   * a 0 there would mean "not loaded", and a caller would take it for "none".
+   */
   get size(): number {
+    this.assertSynced();
     return this.items.size;
   }
 

@@ -17,7 +17,13 @@
 import { Discovery, resourcePath } from './discovery.ts';
 import { ApiError, ApiErrorReason, isApiError } from './errors.ts';
 import { KubeconfigCredentials } from './kubeconfig-credentials.ts';
-import { type Impersonation, type LoadOptions, Transport, type TransportOptions } from './transport.ts';
+import {
+  type Impersonation,
+  type IsolatedOptions,
+  type LoadOptions,
+  Transport,
+  type TransportOptions,
+} from './transport.ts';
 import type { GroupVersionKind, KubeList, KubeObject, ResourceInfo } from './types.ts';
 
 /** Options every call takes. */
@@ -138,6 +144,19 @@ export class KubeClient {
   /** A client acting as another user (with groups); shares connections and discovery. */
   impersonate(as: Impersonation): KubeClient {
     return new KubeClient(this.transport.impersonate(as), this.discovery, this.signal);
+  }
+
+  /**
+   * A client to the same server, with the same credentials (and impersonation, and
+   * bound signal), on a transport that shares nothing a request can queue on: its own
+   * connections, its own token bucket or none, its own default deadline (see
+   * {@link Transport.isolated}), and its own discovery (resolved through those
+   * connections too). For traffic that must never wait behind this client's: the
+   * manager gives one to its leader elector and one to its metrics authorizer. Close it
+   * with `client.transport.close()` when done.
+   */
+  isolated(options: IsolatedOptions = {}): KubeClient {
+    return new KubeClient(this.transport.isolated(options), undefined, this.signal);
   }
 
   /** This client's bound signal and the call's, as one; throws at once if either has aborted. */

@@ -23,6 +23,10 @@
  *   wait included, as client-go times it), and
  *   `rest_client_rate_limiter_duration_seconds{verb,host}` for each token taken.
  *   There is no global registry: without `registry` nothing is recorded.
+ *
+ * {@link Transport.isolated} derives a transport for traffic that must not queue behind
+ * the rest (lease renewals, the metrics endpoint's reviews): same server and
+ * credentials, its own connections, its own bucket (or none), its own default deadline.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Counter, Histogram, Registry } from 'prom-client';
@@ -88,6 +92,28 @@ export interface TransportOptions {
   readonly clock?: Clock;
 }
 
+/**
+ * How {@link Transport.isolated} derives a transport. Nothing is inherited from the
+ * source transport's limits: what is omitted here is absent (no bucket) or the default.
+ */
+export interface IsolatedOptions {
+  /** A token bucket of the derived transport's own; none when omitted. */
+  readonly rateLimit?: RateLimit;
+  /**
+   * The overall deadline of each request that sets none itself (instead of 30 s), and
+   * the longest wait for response headers on its pool.
+   */
+  readonly timeoutMs?: number;
+  /** The connections its pool opens at most; {@link ISOLATED_CONNECTIONS} by default. */
+  readonly connections?: number;
+}
+
+/**
+ * The pool of a derived transport: small, because what needs one (a lease, a few
+ * reviews at a time) sends little, and each pool costs descriptors on both ends.
+ */
+export const ISOLATED_CONNECTIONS = 4;
+
 /** How {@link Transport.load} finds its credentials, besides the transport's options. */
 export interface LoadOptions extends TransportOptions {
   /** Where the in-cluster path reads the service account (tests); see {@link InClusterOptions}. */
@@ -133,6 +159,10 @@ function restClientMetrics(registry: Registry): RestClientMetrics {
 interface Shared {
   readonly limiter: TokenBucket | undefined;
   readonly metrics: RestClientMetrics | undefined;
+  /** The deadline of a request that sets none. */
+  readonly timeoutMs: number;
+  /** The limiter's clock, for the buckets of derived transports. */
+  readonly clock: Clock | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -185,6 +215,8 @@ export class Transport {
     const shared: Shared = {
       limiter: options.rateLimit ? new TokenBucket(options.rateLimit, options.clock) : undefined,
       metrics: options.registry ? restClientMetrics(options.registry) : undefined,
+      timeoutMs: DEFAULT_TIMEOUT_MS,
+      clock: options.clock,
     };
     return new Transport(credentials, dispatcher, connect, shared);
   }
@@ -205,6 +237,35 @@ export class Transport {
   /** A transport that shares this one's connections, rate limit and metrics, and acts as someone else. */
   impersonate(as: Impersonation): Transport {
     return new Transport(this.credentials, this.dispatcher, this.connectOptions, this.shared, as);
+  }
+
+  /**
+   * A transport to the same server, with the same credentials and impersonation, that
+   * shares nothing a request can queue on: a new undici Agent (its own connections, so
+   * a pool saturated by the source's requests, or a connection frozen under them,
+   * cannot hold its requests), its own token bucket or none (`options.rateLimit`; the
+   * source's is never shared), and its own default deadline (`options.timeoutMs`). The
+   * request metrics go to the same registry, under the same names and labels, as
+   * client-go's leader-election clientset counts with the rest. Credentials are shared:
+   * they are read, not queued on, and a rotated token reaches both. For a lease's
+   * renewals or an endpoint's reviews, which must not wait behind reconciles, as
+   * client-go gives the lease lock its own clientset. Close it with {@link close}.
+   */
+  isolated(options: IsolatedOptions = {}): Transport {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const dispatcher = new Agent({
+      connect: this.connectOptions,
+      headersTimeout: timeoutMs,
+      connections: options.connections ?? ISOLATED_CONNECTIONS,
+      pipelining: 1,
+    });
+    const shared: Shared = {
+      limiter: options.rateLimit ? new TokenBucket(options.rateLimit, this.shared.clock) : undefined,
+      metrics: this.shared.metrics,
+      timeoutMs,
+      clock: this.shared.clock,
+    };
+    return new Transport(this.credentials, dispatcher, this.connectOptions, shared, this.impersonation);
   }
 
   /** The rate limit every request of this transport waits on; undefined when unlimited. */
@@ -248,7 +309,7 @@ export class Transport {
   async dedicated(opts: RequestOptions): Promise<RawResponse & { close(): Promise<void> }> {
     const agent = new Agent({ connect: this.connectOptions, connections: 1, pipelining: 1, bodyTimeout: 0 });
     try {
-      const res = await this.send(opts, agent, deadlineOf(opts), false);
+      const res = await this.send(opts, agent, deadlineOf(opts, this.shared.timeoutMs), false);
       return { ...res, close: () => agent.destroy() };
     } catch (err) {
       await agent.destroy();
@@ -261,7 +322,7 @@ export class Transport {
    * the caller must consume or dump the body.
    */
   async raw(opts: RequestOptions): Promise<RawResponse> {
-    return this.send(opts, this.dispatcher, deadlineOf(opts), true);
+    return this.send(opts, this.dispatcher, deadlineOf(opts, this.shared.timeoutMs), true);
   }
 
   /**
@@ -355,8 +416,8 @@ export class Transport {
   }
 }
 
-function deadlineOf(opts: RequestOptions): AbortSignal | undefined {
-  return opts.timeoutMs === 0 ? undefined : AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+function deadlineOf(opts: RequestOptions, defaultMs: number): AbortSignal | undefined {
+  return opts.timeoutMs === 0 ? undefined : AbortSignal.timeout(opts.timeoutMs ?? defaultMs);
 }
 
 /** `host:port` of a server URL, as client-go's `url.Host`. */

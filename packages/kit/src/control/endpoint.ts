@@ -134,7 +134,11 @@ export function probeRoutes(health: HealthChecks, ready: HealthChecks): Map<stri
   ]);
 }
 
-/** `/metrics`: the registry in Prometheus's text format; with `authorizer`, only for those RBAC allows. */
+/**
+ * `/metrics`: the registry in Prometheus's text format; with `authorizer`, only for those
+ * RBAC allows (401, 403; 429 with Retry-After while the authorizer's reviews are all
+ * busy; 500 when the reviews fail).
+ */
 export function metricsRoute(registry: Registry, authorizer?: RequestAuthorizer): Map<string, Route> {
   const route: Route = async (req, res, rest) => {
     if (rest !== '') {
@@ -146,6 +150,8 @@ export function metricsRoute(registry: Registry, authorizer?: RequestAuthorizer)
       if (decision.kind !== 'allowed') {
         const headers: Record<string, string> = { 'content-type': 'text/plain' };
         if (decision.kind === 'unauthenticated') headers['www-authenticate'] = 'Bearer';
+        // Too many reviews in flight: said at once, so a flood queues nowhere.
+        if (decision.kind === 'overloaded') headers['retry-after'] = String(decision.retryAfterSeconds);
         res.writeHead(decisionStatus(decision), headers).end(`${decision.message}\n`);
         return;
       }

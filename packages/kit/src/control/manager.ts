@@ -23,6 +23,18 @@
  *     is bounded (about 2 s each, see {@link STOP_STEP_TIMEOUT_MS}), so a stopped
  *     operator exits in seconds whatever its apiserver does.
  *
+ *     A reconcile still running at the drain deadline (a straggler) is NOT waited for:
+ *     the lease is released while it may still run. What holds instead: its `signal`
+ *     aborts at the deadline, before the release, and with it its `ctx.client`: a
+ *     request in transit is torn down (what the apiserver had not received whole is
+ *     never sent on) and any later call is refused before sending anything, so a
+ *     straggler cannot start a write through `ctx.client` once the lease can be
+ *     released. A write the apiserver had already received whole at the deadline may
+ *     still be committed, as any cancelled HTTP request may. Writes through other
+ *     clients (`manager.client`, the cached client's writes) and effects outside the
+ *     cluster are not fenced: a straggler may make them beside the successor until the
+ *     process exits (`installSignalHandlers()` exits as soon as `done` resolves).
+ *
  * Controllers built after `start()` (kinds known only at run time, such as rules read
  * from a ConfigMap) join the running manager: their informers start, and once those
  * have synced their workers start too, if this process leads. `running(c)` resolves
@@ -33,6 +45,14 @@
  * of `ctx.client`), before a standby can take the lease, and makes `done` resolve with
  * 'LeadershipLost': a process should exit then, as controller-runtime's does, and be
  * restarted as a candidate, rather than risk acting beside a new leader.
+ *
+ * Reconcile traffic never starves lease renewals, by construction: the elector talks to
+ * the apiserver through a client of its own, derived from `client`
+ * ({@link leaderElectionClient}: same credentials, its own connections, no token
+ * bucket), so 100 workers saturating `client`'s 20 qps cannot delay a renewal. The
+ * secure metrics endpoint's reviews go through a third client ({@link reviewClient}:
+ * its own connections and 5 qps budget, at most 8 reviews in flight, 429 beyond), so a
+ * flood of made-up tokens touches neither the reconciles' budget nor the lease.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -57,8 +77,13 @@ import {
   probeRoutes,
 } from './endpoint.ts';
 import { type HealthCheck, HealthChecks } from './health.ts';
-import { HoldOutcome, LeaderElector } from './leader-election.ts';
-import { RequestAuthorizer } from './request-authorizer.ts';
+import {
+  DEFAULT_RENEW_DEADLINE_MS,
+  HoldOutcome,
+  LeaderElector,
+  leaderElectionClient,
+} from './leader-election.ts';
+import { RequestAuthorizer, reviewClient } from './request-authorizer.ts';
 import type { Runnable, RunnableOptions } from './runnable.ts';
 
 export interface ManagerOptions {
@@ -140,6 +165,10 @@ export class Manager {
   private readonly joining = new Set<Controller>();
   private readonly joined = new WeakMap<Controller, Promise<void>>();
   private readonly elector: LeaderElector | undefined;
+  /** The elector's own client, derived from `client`; closed once the lease is released. */
+  private readonly electorClient: KubeClient | undefined;
+  /** The metrics authorizer's own client, derived from `client`; closed with the endpoint. */
+  private reviewClient: KubeClient | undefined;
   private readonly leaderGauge: Gauge<'name'>;
   private readonly healthChecks = new HealthChecks('healthz');
   private readonly readyChecks = new HealthChecks('readyz');
@@ -189,8 +218,14 @@ export class Manager {
     );
     this.leaderGauge.labels(opts.name).set(opts.leaderElection ? 0 : 1);
     if (opts.leaderElection) {
-      this.elector = new LeaderElector(
+      // Its own client: renewals must never wait behind reconciles in `client`'s bucket or pool.
+      const electorClient = leaderElectionClient(
         opts.client,
+        opts.leaderElection.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
+      );
+      this.electorClient = electorClient;
+      this.elector = new LeaderElector(
+        electorClient,
         {
           namespace: opts.leaderElection.namespace,
           name: opts.leaderElection.name ?? `${opts.name}-leader`,
@@ -367,7 +402,12 @@ export class Manager {
     }
     if (metrics) {
       const secure = metrics.secure;
-      const authorizer = secure ? new RequestAuthorizer(this.client) : undefined;
+      let authorizer: RequestAuthorizer | undefined;
+      if (secure) {
+        // Its own client and budget: a flood of made-up tokens must not spend `client`'s.
+        this.reviewClient = reviewClient(this.client);
+        authorizer = new RequestAuthorizer(this.reviewClient);
+      }
       this.endpoints.metrics = new Endpoint('metrics', metricsRoute(this.registry, authorizer));
       await this.endpoints.metrics.listen(
         metrics.port,
@@ -448,7 +488,12 @@ export class Manager {
     );
   }
 
-  /** Graceful stop: drain reconciles (30 s by default) while still renewing, then release the lease and close. */
+  /**
+   * Graceful stop: drain reconciles (30 s by default) while still renewing, then release
+   * the lease and close. A reconcile still running at the drain deadline is not waited
+   * for: its signal and its `ctx.client` abort then, before the release (see the module
+   * comment for exactly what that fences).
+   */
   stop(): Promise<void> {
     return this.shutdown('Stopped', this.opts.shutdownTimeoutMs ?? 30_000);
   }
@@ -456,7 +501,9 @@ export class Manager {
   private shutdown(exit: ManagerExit, drainMs: number): Promise<void> {
     this.stopping ??= (async () => {
       this.lifetime.abort(new Error(exit));
-      // 1. Drain, still leading: the lease keeps being renewed meanwhile.
+      // 1. Drain, still leading: the lease keeps being renewed meanwhile. At the deadline
+      // each controller aborts its stragglers' signals (and so their ctx.client) before
+      // resolving: nothing a straggler starts through ctx.client is sent after this.
       const [stragglers] = await Promise.all([
         Promise.all(this.controllers.map((c) => c.stop(drainMs))),
         this.stopRunnables(true, Math.max(drainMs, STOP_STEP_TIMEOUT_MS)),
@@ -471,16 +518,28 @@ export class Manager {
       const outcome = await this.holding;
       if (outcome === HoldOutcome.Stopped) await this.elector?.release();
       this.leaderGauge.labels(this.name).set(0);
-      // 4. Everything else, each bounded.
+      // 4. Everything else, each bounded; the elector's client, with the lease released,
+      // has nothing left to send.
       await Promise.all([
         this.stopRunnables(false, STOP_STEP_TIMEOUT_MS),
         this.bounded('stopping watches', this.cache.stop(), STOP_STEP_TIMEOUT_MS),
+        this.closeClient('closing the elector client', this.electorClient),
       ]);
-      await Promise.all([this.endpoints.probe?.close(), this.endpoints.metrics?.close()]);
+      // The review client with the endpoint it serves (a review in flight is answered to no one).
+      await Promise.all([
+        this.endpoints.probe?.close(),
+        this.endpoints.metrics?.close(),
+        this.closeClient('closing the review client', this.reviewClient),
+      ]);
       this.log.info({ exit }, 'manager stopped');
       this.resolveDone(exit);
     })();
     return this.stopping;
+  }
+
+  /** Closes a client the manager derived, bounded: its requests in flight may be waited for, not long. */
+  private async closeClient(what: string, client: KubeClient | undefined): Promise<void> {
+    if (client) await this.bounded(what, client.transport.close(), STOP_STEP_TIMEOUT_MS);
   }
 
   /** Waits for `p` at most `ms`; a step that does not finish is logged and left behind. */

@@ -10,8 +10,13 @@
  * Secret volume by renaming a symlink). A new pair is applied only if its key matches
  * its certificate (`tls.createSecureContext` checks): a pair caught half-written is
  * skipped and retried at the next check, and the server keeps serving the old pair
- * meanwhile. Unchanged files cause nothing.
+ * meanwhile. Unchanged files cause nothing. With a `caFile` (the CA a server verifies
+ * its clients' certificates against, controller-runtime's `ClientCAName`) the CA is
+ * read, checked and reloaded with the pair, as one unit: a CA that does not parse keeps
+ * the previous material in service, as a mismatched pair does.
  */
+
+import { X509Certificate } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -20,11 +25,19 @@ import type { Logger } from 'pino';
 import { type Clock, realClock, type TimerHandle } from '../base/clock.ts';
 import type { PemPair } from './certificates.ts';
 
+/** A serving pair, and the client CA when the reloader reads one (a `tls.SecureContextOptions` as is). */
+export interface TlsMaterial extends PemPair {
+  /** PEM CA certificate(s) that client certificates must chain to. */
+  readonly ca?: string;
+}
+
 export interface CertificateReloaderOptions {
   readonly certFile: string;
   readonly keyFile: string;
-  /** Called with each new valid pair (not with the first one, which {@link CertificateReloader.load} returns). */
-  readonly onChange: (pair: PemPair) => void;
+  /** Also read (and reload) this CA bundle, for verifying client certificates. */
+  readonly caFile?: string;
+  /** Called with each new valid material (not with the first, which {@link CertificateReloader.load} returns). */
+  readonly onChange: (material: TlsMaterial) => void;
   /** How often the files are re-read whatever `fs.watch` says. Default 10 s. */
   readonly intervalMs?: number;
   /** Also react to file-system events at once. Default true. */
@@ -41,12 +54,42 @@ export async function readPair(certFile: string, keyFile: string): Promise<PemPa
   return { cert, key };
 }
 
+/**
+ * The pair and, with `caFile`, the CA bundle, each checked.
+ *
+ * @throws Error when a file is missing, the pair does not match, or the CA file holds
+ *   no certificate (an empty or half-written file would otherwise refuse every client).
+ */
+export async function readTlsMaterial(
+  certFile: string,
+  keyFile: string,
+  caFile?: string,
+): Promise<TlsMaterial> {
+  const [pair, ca] = await Promise.all([
+    readPair(certFile, keyFile),
+    caFile === undefined ? undefined : readFile(caFile, 'utf8'),
+  ]);
+  if (ca === undefined) return pair;
+  checkCa(ca, caFile ?? '');
+  return { ...pair, ca };
+}
+
+/** Throws unless `pem` holds at least one parsable certificate. */
+export function checkCa(pem: string, where: string): void {
+  try {
+    // Parses the first certificate of the bundle: enough to tell a CA from an empty or torn file.
+    new X509Certificate(pem);
+  } catch (err) {
+    throw new Error(`${where} holds no PEM certificate: ${(err as Error).message}`, { cause: err });
+  }
+}
+
 export class CertificateReloader {
   private readonly opts: CertificateReloaderOptions;
   private readonly clock: Clock;
-  private current: PemPair | undefined;
+  private current: TlsMaterial | undefined;
   private timer: TimerHandle | undefined;
-  private watcher: FSWatcher | undefined;
+  private watchers: FSWatcher[] = [];
   private checking: Promise<boolean> | undefined;
   private again = false;
   private stopped = false;
@@ -62,22 +105,28 @@ export class CertificateReloader {
    * @throws Error when the files are missing or do not match: a server must not start
    *   without a certificate.
    */
-  async load(): Promise<PemPair> {
-    const pair = await readPair(this.opts.certFile, this.opts.keyFile);
-    this.current = pair;
+  async load(): Promise<TlsMaterial> {
+    const material = await readTlsMaterial(this.opts.certFile, this.opts.keyFile, this.opts.caFile);
+    this.current = material;
     this.stopped = false;
     if (this.opts.watchFiles !== false) {
-      try {
-        // The directory, not the files: a rename replaces the file the watch would hold.
-        this.watcher = watch(dirname(this.opts.certFile), () => void this.check());
-        this.watcher.on('error', () => this.watcher?.close());
-        this.watcher.unref();
-      } catch {
-        // No inotify here (or too many watches): polling alone keeps it current.
+      // The directories, not the files: a rename replaces the file a watch would hold.
+      const dirs = new Set(
+        [this.opts.certFile, this.opts.keyFile, this.opts.caFile].flatMap((f) => (f ? [dirname(f)] : [])),
+      );
+      for (const dir of dirs) {
+        try {
+          const watcher = watch(dir, () => void this.check());
+          watcher.on('error', () => watcher.close());
+          watcher.unref();
+          this.watchers.push(watcher);
+        } catch {
+          // No inotify here (or too many watches): polling alone keeps it current.
+        }
       }
     }
     this.schedule();
-    return pair;
+    return material;
   }
 
   /**
@@ -103,19 +152,24 @@ export class CertificateReloader {
 
   private async checkOnce(): Promise<boolean> {
     if (this.stopped) return false;
-    let pair: PemPair;
+    let material: TlsMaterial;
     try {
-      pair = await readPair(this.opts.certFile, this.opts.keyFile);
+      material = await readTlsMaterial(this.opts.certFile, this.opts.keyFile, this.opts.caFile);
     } catch (err) {
       this.opts.log?.warn(
-        { err, certFile: this.opts.certFile },
+        { err, certFile: this.opts.certFile, caFile: this.opts.caFile },
         'webhook certificate files unreadable or mismatched; still serving the previous certificate',
       );
       return false;
     }
-    if (this.stopped || (pair.cert === this.current?.cert && pair.key === this.current?.key)) return false;
-    this.current = pair;
-    this.opts.onChange(pair);
+    const current = this.current;
+    if (
+      this.stopped ||
+      (material.cert === current?.cert && material.key === current.key && material.ca === current.ca)
+    )
+      return false;
+    this.current = material;
+    this.opts.onChange(material);
     this.opts.log?.info({ certFile: this.opts.certFile }, 'webhook certificate reloaded');
     return true;
   }
@@ -131,7 +185,6 @@ export class CertificateReloader {
     this.stopped = true;
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
-    this.watcher?.close();
-    this.watcher = undefined;
+    for (const watcher of this.watchers.splice(0)) watcher.close();
   }
 }

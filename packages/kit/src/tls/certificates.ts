@@ -159,3 +159,37 @@ export async function writeCertificates(dir: string, certs: WebhookCertificates)
   await put(CERT_FILE, certs.serving.cert, 0o644);
   await put(CA_FILE, certs.ca.cert, 0o644);
 }
+
+/**
+ * A client certificate for `commonName`, signed by `ca` (extended key usage
+ * `clientAuth`, which a TLS server verifying clients requires): what the apiserver
+ * presents to a webhook server configured with a `clientCA`, through the kubeconfig of
+ * its `--admission-control-config-file` (docs/kit.md, Webhooks). For tests and local
+ * runs; in a cluster the administrator's PKI issues it.
+ */
+export async function clientCertificate(
+  ca: PemPair,
+  commonName: string,
+  opts: { readonly validForMs?: number } = {},
+): Promise<PemPair> {
+  const lib = await library();
+  const signer = await loadCa(lib, ca);
+  const now = Date.now();
+  const leafKeys = await keys();
+  const leaf = await lib.X509CertificateGenerator.create({
+    subject: `CN=${commonName}`,
+    issuer: signer.cert.subject,
+    publicKey: leafKeys.publicKey,
+    signingKey: signer.keys.privateKey,
+    signingAlgorithm: ALG,
+    extensions: [
+      new lib.BasicConstraintsExtension(false, undefined, true),
+      new lib.KeyUsagesExtension(lib.KeyUsageFlags.digitalSignature, true),
+      new lib.ExtendedKeyUsageExtension([lib.ExtendedKeyUsage.clientAuth]),
+      await lib.AuthorityKeyIdentifierExtension.create(signer.keys.publicKey),
+    ],
+    notBefore: new Date(now - 3_600_000),
+    notAfter: new Date(now + (opts.validForMs ?? 7 * 86_400_000)),
+  });
+  return { cert: leaf.toString('pem'), key: await privatePem(lib, leafKeys.privateKey) };
+}

@@ -84,6 +84,12 @@ export interface AdmissionResponse {
 /**
  * Reasons the server itself gives in denials it makes (a handler chooses its own).
  * CamelCase, like `metav1.StatusReason`, so that clients branch on them.
+ *
+ * Every refusal of the server's is a denial in an AdmissionReview (HTTP 200), never a
+ * bare HTTP error: the apiserver treats an HTTP error as a failed call and applies the
+ * webhook's `failurePolicy`, so under `Ignore` a body the server could not check would
+ * be admitted unchecked. A denial is applied whatever the policy (controller-runtime
+ * answers the same way).
  */
 export const AdmissionReason = {
   /**
@@ -92,8 +98,23 @@ export const AdmissionReason = {
    * admitted unchecked. Code 500.
    */
   HandlerFailed: 'InternalError',
-  /** The handler did not answer within the server's handler timeout. Code 504. */
+  /**
+   * The handler had not answered at the apiserver's deadline (its `timeout` parameter,
+   * 30 s without one). Code 504. The apiserver has stopped waiting by then and applied
+   * the webhook's `failurePolicy`, so it never sees this denial: it is for direct
+   * callers, the log and the metrics.
+   */
   HandlerTimedOut: 'Timeout',
+  /** The body is not JSON, or not a review of the kind and version the path serves. Code 400. */
+  BadRequest: 'BadRequest',
+  /** The body is over the server's `maxBodyBytes`. Code 413. */
+  RequestEntityTooLarge: 'RequestEntityTooLarge',
+  /** Not a POST. Code 405. */
+  MethodNotAllowed: 'MethodNotAllowed',
+  /** The content type is not `application/json`. Code 415. */
+  UnsupportedMediaType: 'UnsupportedMediaType',
+  /** No webhook is registered at the path (a configuration naming the wrong path). Code 404. */
+  NotFound: 'NotFound',
 } as const;
 
 /** Allowed, unchanged. */
@@ -121,7 +142,11 @@ export interface Patched {
   readonly warnings?: readonly string[];
 }
 
-/** Allowed, changed into `object`: the server computes the JSON patch from the request's object. */
+/**
+ * Allowed, changed into `object`: the server computes the JSON patch from the request's
+ * object as the apiserver sent it (a pristine copy the handler never sees), so `object`
+ * may be the handler's own request object edited in place.
+ */
 export interface Mutated {
   readonly type: 'mutate';
   readonly object: unknown;
@@ -160,9 +185,12 @@ export function mutateTo(object: unknown, warnings?: readonly string[]): Mutated
   return { type: 'mutate', object, ...(warnings ? { warnings } : {}) };
 }
 
-/** What a handler may use besides the request. */
+/** What a handler may use besides the request (which is the handler's own copy: edit it freely). */
 export interface AdmissionContext {
-  /** Aborts when the handler timeout passes or the apiserver hangs up. */
+  /**
+   * Aborts at the apiserver's deadline (its `timeout`), at the server's
+   * `handlerTimeoutMs` when one is set and sooner, or when the apiserver hangs up.
+   */
   readonly signal: AbortSignal;
 }
 
@@ -178,6 +206,11 @@ export type MutatingHandler<T extends KubeObject = KubeObject> = (
 
 /**
  * The AdmissionResponse for `decision` on `request`.
+ *
+ * `request` must be the request as the apiserver sent it: a `mutate` decision's patch
+ * is the difference between `request.object` and the decision's object, so an object
+ * the handler edited in place and returned would be diffed against itself and its
+ * change lost. The server passes a pristine copy and gives the handler another.
  *
  * @throws Error for a `mutate` decision whose object is not JSON-serialisable, or on a
  *   request without an object (DELETE, CONNECT): the server turns it into a denial.

@@ -7,42 +7,66 @@
  * Guarantees:
  * - Every AdmissionReview gets an answer carrying its uid: the handler's decision, or a
  *   denial (code 500, reason `InternalError`) when the handler throws, and (504,
- *   `Timeout`) when it outlives the deadline; both logged. A conversion handler's error
- *   fails the whole ConversionReview (`Failure`, with the message), never a partial list.
- * - What is not a review gets an HTTP error with a message, never a guess: 404 for an
- *   unregistered path, 405 for a method other than POST, 415 for a body that is not
- *   JSON, 400 for malformed JSON or the wrong kind or version, 413 for a body over
- *   `maxBodyBytes` (7 MiB by default: the apiserver sends objects of up to ~3 MiB, twice
- *   in an UPDATE). The apiserver then applies the webhook's `failurePolicy`.
- * - The deadline: the apiserver waits `timeoutSeconds` (10 s by default, 30 s at most)
- *   and says so in the `timeout` query parameter; the handler's signal aborts at that
- *   deadline or `handlerTimeoutMs`, whichever is sooner, and when the caller hangs up.
+ *   `Timeout`) when it outlives the apiserver's deadline; both logged. A conversion
+ *   handler's error fails the whole ConversionReview (`Failure`, with the message),
+ *   never a partial list.
+ * - Every refusal of the server's own is a review too, HTTP 200, so that the apiserver
+ *   applies it whatever the webhook's `failurePolicy` (an HTTP error is a failed call,
+ *   and under `Ignore` a failed call admits the object unchecked; controller-runtime
+ *   answers the same way): on an admission path a denial with `status.code` 400 (not
+ *   JSON, the wrong kind or version), 413 (over `maxBodyBytes`, 7 MiB by default: the
+ *   apiserver sends objects of up to ~3 MiB, twice in an UPDATE), 405 (not POST), 415
+ *   (not JSON content); on a conversion path a `Failure` with the same message; at an
+ *   unregistered path (404) whichever review the body is, and a metav1 Status when it
+ *   is none. The uid is the request's whenever it can be recovered: from the parsed
+ *   body, or, for a body that is too large or does not parse, from its first KiB, where
+ *   the apiserver writes it (`{"kind":…,"apiVersion":…,"request":{"uid":…`). When it
+ *   cannot be, the answer's uid is empty, which the apiserver reads as an invalid
+ *   response (`expected response.uid=…`): a failed call, so for admission the
+ *   webhook's `failurePolicy` applies (a conversion fails either way, there being no
+ *   policy). A v1beta1 review is answered in v1beta1, whose uid the apiserver does not
+ *   check: it applies the refusal, whose message says to register v1.
+ * - No deadline of the server's own: the handler's signal aborts at the apiserver's
+ *   deadline (its `timeout` query parameter, the webhook's `timeoutSeconds` rounded up;
+ *   30 s, the apiserver's maximum, without one, as for conversion calls, which carry
+ *   none) or when the caller hangs up, and a handler still running then is answered
+ *   with the `Timeout` denial. The apiserver has
+ *   stopped waiting by then and applied `failurePolicy`, so a slow webhook declared
+ *   optional (`Ignore`) is admitted, never denied by us first. `handlerTimeoutMs` aborts
+ *   the signal sooner for handlers that want to give up early and answer themselves;
+ *   the server still does not answer for them before the apiserver's deadline.
+ * - In-place mutation works: a mutating handler gets its own parse of the request, and
+ *   a `mutateTo` is diffed against a pristine parse of the same bytes, so
+ *   `w.spec.replicas = 3; return mutateTo(w)` patches replicas to 3.
  * - Certificates are re-read when their files change (cert-manager rotation), see
- *   {@link CertificateReloader}; connections already open keep their session.
+ *   {@link CertificateReloader}; connections already open keep their session. With
+ *   `clientCA`, callers must present a client certificate signed by that CA, or the
+ *   TLS handshake fails (controller-runtime's `ClientCAName`); a CA file is reloaded
+ *   with the serving pair.
  * - `stop()` stops accepting at once, lets in-flight requests finish for up to
- *   `drainTimeoutMs` (default 10 s: nothing the apiserver still waits for lasts longer),
- *   then closes every connection.
+ *   `drainTimeoutMs` (default 10 s), then closes every connection.
  * - Keep-alive: idle connections are kept 120 s, longer than the Go client's 90 s idle
  *   timeout, so that the client, not the server, closes an idle connection and a POST
  *   never races a server-side close.
  *
- * Metrics, controller-runtime's: `controller_runtime_webhook_requests_total{webhook,code}`,
- * `controller_runtime_webhook_latency_seconds{webhook}`,
+ * Metrics, controller-runtime's: `controller_runtime_webhook_requests_total{webhook,code}`
+ * (`code` is the HTTP status: 200 for every review answered, refusals included, as in
+ * controller-runtime), `controller_runtime_webhook_latency_seconds{webhook}`,
  * `controller_runtime_webhook_requests_in_flight{webhook}` (`webhook` is the path), and
  * `controller_runtime_webhook_panics_total` (handlers that threw).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { type Logger, pino } from 'pino';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { type Clock, realClock } from '../base/clock.ts';
+import { type Clock, realClock, type TimerHandle } from '../base/clock.ts';
 import { sharedCounter, sharedGauge, sharedHistogram } from '../base/shared-metrics.ts';
 import type { KubeObject } from '../client/types.ts';
 import type { Runnable } from '../control/runnable.ts';
-import { CertificateReloader } from '../tls/certificate-reloader.ts';
-import { CERT_FILE, KEY_FILE, type PemPair } from '../tls/certificates.ts';
+import { CertificateReloader, checkCa, type TlsMaterial } from '../tls/certificate-reloader.ts';
+import { CERT_FILE, KEY_FILE } from '../tls/certificates.ts';
 import {
   ADMISSION_API_VERSION,
   AdmissionReason,
@@ -67,6 +91,40 @@ export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
 /** controller-runtime's default port. */
 export const DEFAULT_WEBHOOK_PORT = 9443;
 const MiB = 1024 * 1024;
+/** The default body limit: the apiserver sends objects of up to ~3 MiB, twice in an UPDATE. */
+export const DEFAULT_MAX_BODY_BYTES = 7 * MiB;
+/**
+ * The apiserver's longest webhook timeout (`timeoutSeconds` is at most 30): the deadline
+ * for a request that carries no `timeout` parameter.
+ */
+export const APISERVER_MAX_TIMEOUT_MS = 30_000;
+/**
+ * How much of a body past `maxBodyBytes` is still read, and thrown away, before the
+ * server answers. The apiserver's Go client writes the whole body before it reads the
+ * answer; a server that answers and closes mid-body makes that write fail, and the
+ * apiserver sees a failed call (so `failurePolicy`) instead of our denial. 16 MiB
+ * covers anything the apiserver can send; past it (announced or streamed) the server
+ * reads only the head, answers and closes the connection.
+ */
+const OVERSIZED_DRAIN_BYTES = 16 * MiB;
+/**
+ * How much of an oversized or unparsable body is kept to recover the request's uid:
+ * the apiserver writes it within the first hundred bytes.
+ */
+const UID_HEAD_BYTES = 1024;
+/**
+ * The uid at the head of a review as the apiserver encodes it (Go writes struct fields
+ * in order: `kind`, `apiVersion`, then `request` whose first field is `uid`). Anchored
+ * at the top level, so a `request.uid` nested inside the object cannot match.
+ */
+const LEADING_UID =
+  /^\s*\{\s*(?:"(?:kind|apiVersion)"\s*:\s*"[^"\\]*"\s*,\s*)*"request"\s*:\s*\{\s*"uid"\s*:\s*"([^"\\]*)"/;
+/** The earlier review versions, echoed in a refusal so that an apiserver sending them reads it. */
+const ADMISSION_V1BETA1 = 'admission.k8s.io/v1beta1';
+const CONVERSION_V1BETA1 = 'apiextensions.k8s.io/v1beta1';
+
+/** A CA for client certificates: a PEM file (relative paths are in `certDir`) or the PEM itself. */
+export type ClientCaSource = { readonly file: string } | { readonly pem: string };
 
 export interface WebhookServerOptions {
   /** For logs and the manager's health: default `webhook-server`. */
@@ -80,11 +138,27 @@ export interface WebhookServerOptions {
   /** Override the file names inside `certDir`. */
   readonly certFile?: string;
   readonly keyFile?: string;
+  /**
+   * Require and verify a client certificate signed by this CA (controller-runtime's
+   * `ClientCAName` is `{ file: '<name>' }`): a caller without one, or with one from
+   * another CA, fails the TLS handshake. The apiserver presents one when its
+   * `--admission-control-config-file` names a kubeconfig with a user for the webhook
+   * (docs/kit.md, Webhooks). A file is re-read with the serving pair. Default: none.
+   */
+  readonly clientCA?: ClientCaSource;
   /** How often the certificate files are re-read besides file-system events. Default 10 s. */
   readonly certReloadIntervalMs?: number;
-  /** Default 7 MiB. */
+  /** Default {@link DEFAULT_MAX_BODY_BYTES} (7 MiB). A larger body is denied with 413. */
   readonly maxBodyBytes?: number;
-  /** Upper bound of a handler's time, below the apiserver's own `timeout`. Default 10 s. */
+  /**
+   * Abort a handler's signal this long after the request arrived, when that is sooner
+   * than the apiserver's deadline: for handlers that catch the abort and answer
+   * themselves (fall back to `allow()`, say). The server does not answer for a handler
+   * before the apiserver's deadline whatever this says: a denial sent earlier would
+   * override the webhook's `failurePolicy`. Beware that a handler that throws on the
+   * abort is answered with a 500 denial, which the apiserver, still waiting, applies.
+   * Default: none (the apiserver's deadline only).
+   */
   readonly handlerTimeoutMs?: number;
   /** How long `stop()` waits for in-flight requests. Default 10 s. */
   readonly drainTimeoutMs?: number;
@@ -99,15 +173,38 @@ type Route =
   | { readonly type: 'mutating'; readonly handler: MutatingHandler }
   | { readonly type: 'conversion'; readonly handler: ConversionHandler };
 
-/** An answer that is not a review: an HTTP status with a message, as a metav1 Status. */
-class HttpFailure extends Error {
+/** The review a path answers in, and so the shape of its refusals. */
+type ReviewKind = 'admission' | 'conversion';
+
+/** A refusal of the server's own: a code, a CamelCase reason, a message, and the uid when known. */
+class Refusal extends Error {
   readonly code: number;
   readonly reason: string;
-  constructor(code: number, reason: string, message: string) {
+  readonly uid: string;
+  /** The review version to answer in, when the caller sent an earlier one. */
+  readonly apiVersion: string | undefined;
+  /** The body was not read to its end: answer, then close the connection. */
+  readonly unread: boolean;
+  constructor(
+    code: number,
+    reason: string,
+    message: string,
+    recovered: { uid?: string; apiVersion?: string; unread?: boolean } = {},
+  ) {
     super(message);
     this.code = code;
     this.reason = reason;
+    this.uid = recovered.uid ?? '';
+    this.apiVersion = recovered.apiVersion;
+    this.unread = recovered.unread ?? false;
   }
+}
+
+/** When a request's handler is told to stop, and when the server answers for it (clock times). */
+interface Deadline {
+  readonly arrived: number;
+  readonly abortAt: number;
+  readonly answerAt: number;
 }
 
 /** The outcome of running a handler under a deadline. */
@@ -202,17 +299,25 @@ export class WebhookServer implements Runnable {
   async start(signal?: AbortSignal): Promise<void> {
     if (this.server) throw new Error(`${this.name} is already started`);
     const dir = this.opts.certDir ?? DEFAULT_CERT_DIR;
+    const clientCA = this.opts.clientCA;
+    const caFile = clientCA && 'file' in clientCA ? resolvePath(dir, clientCA.file) : undefined;
+    const caPem = clientCA && 'pem' in clientCA ? clientCA.pem : undefined;
+    if (caPem !== undefined) checkCa(caPem, `${this.name}: clientCA.pem`);
     const reloader = new CertificateReloader({
       certFile: join(dir, this.opts.certFile ?? CERT_FILE),
       keyFile: join(dir, this.opts.keyFile ?? KEY_FILE),
+      ...(caFile ? { caFile } : {}),
       intervalMs: this.opts.certReloadIntervalMs,
       clock: this.clock,
       log: this.log,
-      onChange: (pair: PemPair) => this.server?.setSecureContext(pair),
+      // A new secure context replaces the whole old one: the client CA goes with it.
+      onChange: (material: TlsMaterial) =>
+        this.server?.setSecureContext(caPem === undefined ? material : { ...material, ca: caPem }),
     });
-    const pair = await reloader.load().catch((err: unknown) => {
+    const material = await reloader.load().catch((err: unknown) => {
       throw new Error(
-        `${this.name}: no usable serving certificate in ${dir} (${err instanceof Error ? err.message : String(err)}); ` +
+        `${this.name}: no usable serving certificate in ${dir}${caFile ? ` or client CA in ${caFile}` : ''} ` +
+          `(${err instanceof Error ? err.message : String(err)}); ` +
           'mount the Secret cert-manager issues there, or write one with selfSignedCertificates() and writeCertificates()',
         { cause: err },
       );
@@ -220,7 +325,10 @@ export class WebhookServer implements Runnable {
     this.reloader = reloader;
     const server = createServer(
       {
-        ...pair,
+        ...material,
+        ...(caPem === undefined ? {} : { ca: caPem }),
+        // Verified by the TLS layer: a caller without a certificate from the CA never gets a request in.
+        ...(clientCA ? { requestCert: true, rejectUnauthorized: true } : {}),
         keepAlive: true,
         keepAliveTimeout: 120_000,
         // Past the apiserver's longest timeout (30 s): a client that stops sending is dropped.
@@ -243,7 +351,10 @@ export class WebhookServer implements Runnable {
       throw err;
     });
     server.on('error', (err) => this.log.error({ err }, 'webhook server error'));
-    this.log.info({ port: this.port, paths: [...this.routes.keys()] }, 'webhook server listening');
+    this.log.info(
+      { port: this.port, paths: [...this.routes.keys()], clientCA: clientCA !== undefined },
+      'webhook server listening',
+    );
     // Aborted while starting: stop at once (a listener added now would never fire).
     if (signal?.aborted) await this.stop();
     else signal?.addEventListener('abort', () => void this.stop(), { once: true });
@@ -262,7 +373,7 @@ export class WebhookServer implements Runnable {
     server.closeIdleConnections();
     if (this.inFlight > 0) {
       const bound = this.opts.drainTimeoutMs ?? 10_000;
-      let timer: ReturnType<Clock['setTimeout']> | undefined;
+      let timer: TimerHandle | undefined;
       const gaveUp = await Promise.race([
         new Promise<false>((resolve) => this.drained.push(() => resolve(false))),
         new Promise<true>((resolve) => {
@@ -282,14 +393,22 @@ export class WebhookServer implements Runnable {
     this.log.info('webhook server stopped');
   }
 
+  private get maxBodyBytes(): number {
+    return this.opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  }
+
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrived = this.clock.now();
     const url = new URL(req.url ?? '/', 'https://webhook');
     const path = url.pathname;
     const route = this.routes.get(path);
     // Keep-alive ends with the server: answered connections close instead of idling.
     if (this.stopping) res.setHeader('connection', 'close');
     if (!route) {
-      writeStatus(res, new HttpFailure(404, 'NotFound', `no webhook is registered at ${path}`));
+      // Not counted: a scanner's paths would make a metric series each.
+      await this.notFound(req, res, path).catch((err: unknown) =>
+        this.log.warn({ err, path }, 'webhook answer could not be written'),
+      );
       return;
     }
     const labels = { webhook: path };
@@ -298,7 +417,7 @@ export class WebhookServer implements Runnable {
     const endTimer = this.metrics.latency.startTimer(labels);
     let code = 500;
     try {
-      code = await this.answer(route, req, res, url);
+      code = await this.answer(route, req, res, url, arrived);
     } catch (err) {
       // Only a failure to write the answer gets here (the caller went away).
       this.log.warn({ err, path }, 'webhook answer could not be written');
@@ -310,40 +429,59 @@ export class WebhookServer implements Runnable {
     }
   }
 
+  /**
+   * An unregistered path: a 404 refusal in the review the body is (a configuration
+   * naming the wrong path is then refused, not admitted under `failurePolicy: Ignore`),
+   * or a metav1 Status when the body is no review.
+   */
+  private async notFound(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const message = `no webhook is registered at ${path}`;
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readBody(req, this.maxBodyBytes);
+      if (read.ok) body = parseOrUndefined(read.text);
+      else res.setHeader('connection', 'close');
+    }
+    const kind = isRecord(body) ? body.kind : undefined;
+    const review: ReviewKind | undefined =
+      kind === 'AdmissionReview' ? 'admission' : kind === 'ConversionReview' ? 'conversion' : undefined;
+    const refusal = new Refusal(404, AdmissionReason.NotFound, message, recoveredFrom(body));
+    if (review) this.refuse(res, review, path, refusal);
+    else writeStatus(res, refusal);
+  }
+
   /** Answers one request; returns the HTTP status written. */
-  private async answer(route: Route, req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+  private async answer(
+    route: Route,
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    arrived: number,
+  ): Promise<number> {
+    const review: ReviewKind = route.type === 'conversion' ? 'conversion' : 'admission';
+    let text: string;
     let body: unknown;
     try {
-      if (req.method !== 'POST')
-        throw new HttpFailure(405, 'MethodNotAllowed', `${req.method} is not allowed: POST a review`);
-      const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim();
-      if (type !== 'application/json') {
-        throw new HttpFailure(
-          415,
-          'UnsupportedMediaType',
-          `content-type ${type || '(none)'} is not application/json`,
-        );
-      }
-      body = parseJson(await readBody(req, this.opts.maxBodyBytes ?? 7 * MiB));
+      text = await this.receive(req);
+      body = parseJson(text);
     } catch (err) {
-      if (!(err instanceof HttpFailure)) throw err;
-      if (err.code === 413) res.setHeader('connection', 'close');
-      return writeStatus(res, err);
+      if (!(err instanceof Refusal)) throw err;
+      return this.refuse(res, review, url.pathname, err);
     }
     const abort = new AbortController();
     res.once('close', () => {
       if (!res.writableFinished) abort.abort(new Error('the caller hung up'));
     });
-    const deadlineMs = Math.min(
-      this.opts.handlerTimeoutMs ?? 10_000,
-      goDurationMs(url.searchParams.get('timeout')),
-    );
+    const deadline = this.deadlineOf(url, arrived);
     try {
       switch (route.type) {
         case 'validating':
         case 'mutating': {
           const request = admissionRequestOf(body);
-          const response = await this.admit(route, url.pathname, request, deadlineMs, abort);
+          // The handler gets `request`, its own to edit; the patch is computed against
+          // a fresh parse of the same bytes, which no handler has seen.
+          const pristine = (): AdmissionRequest => admissionRequestOf(JSON.parse(text));
+          const response = await this.admit(route, url.pathname, request, pristine, deadline, abort);
           return writeJson(res, 200, {
             apiVersion: ADMISSION_API_VERSION,
             kind: 'AdmissionReview',
@@ -352,7 +490,7 @@ export class WebhookServer implements Runnable {
         }
         case 'conversion': {
           const request = conversionRequestOf(body);
-          const response = await this.convert(route.handler, url.pathname, request, deadlineMs, abort);
+          const response = await this.convert(route.handler, url.pathname, request, deadline, abort);
           return writeJson(res, 200, {
             apiVersion: CONVERSION_API_VERSION,
             kind: 'ConversionReview',
@@ -365,70 +503,153 @@ export class WebhookServer implements Runnable {
         }
       }
     } catch (err) {
-      if (!(err instanceof HttpFailure)) throw err;
-      return writeStatus(res, err);
+      if (!(err instanceof Refusal)) throw err;
+      return this.refuse(res, review, url.pathname, err);
     } finally {
       abort.abort(new Error('answered'));
     }
+  }
+
+  /** The body of a POST of JSON within the limit, or a {@link Refusal}. */
+  private async receive(req: IncomingMessage): Promise<string> {
+    if (req.method !== 'POST') {
+      throw new Refusal(405, AdmissionReason.MethodNotAllowed, `${req.method} is not allowed: POST a review`);
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim();
+    if (type !== 'application/json') {
+      throw new Refusal(
+        415,
+        AdmissionReason.UnsupportedMediaType,
+        `content-type ${type || '(none)'} is not application/json`,
+      );
+    }
+    const limit = this.maxBodyBytes;
+    const read = await readBody(req, limit);
+    if (read.ok) return read.text;
+    throw new Refusal(
+      413,
+      AdmissionReason.RequestEntityTooLarge,
+      `the body exceeds the webhook server's limit of ${limit} bytes`,
+      { uid: leadingUid(read.head), unread: !read.drained },
+    );
+  }
+
+  /**
+   * The apiserver's deadline, from its `timeout` parameter (the webhook's
+   * `timeoutSeconds`, rounded up to a second, so never before the apiserver gives up),
+   * counted from the request's arrival; and the sooner `handlerTimeoutMs` for the signal.
+   */
+  private deadlineOf(url: URL, arrived: number): Deadline {
+    const sent = goDurationMs(url.searchParams.get('timeout'));
+    const answerAt = arrived + (Number.isFinite(sent) ? sent : APISERVER_MAX_TIMEOUT_MS);
+    const own = this.opts.handlerTimeoutMs;
+    return { arrived, answerAt, abortAt: own === undefined ? answerAt : Math.min(answerAt, arrived + own) };
+  }
+
+  /** Writes `refusal` as the review `review` answers in (HTTP 200), logged; returns 200. */
+  private refuse(res: ServerResponse, review: ReviewKind, path: string, refusal: Refusal): number {
+    this.log.warn(
+      { path, uid: refusal.uid, code: refusal.code, reason: refusal.reason, message: refusal.message },
+      'webhook request refused',
+    );
+    // The rest of the body is still on the wire: this connection cannot carry another request.
+    if (refusal.unread) res.setHeader('connection', 'close');
+    if (review === 'conversion') {
+      const response: ConversionResponse = {
+        uid: refusal.uid,
+        convertedObjects: [],
+        result: { status: 'Failure', message: refusal.message },
+      };
+      return writeJson(res, 200, {
+        apiVersion: refusal.apiVersion === CONVERSION_V1BETA1 ? CONVERSION_V1BETA1 : CONVERSION_API_VERSION,
+        kind: 'ConversionReview',
+        response,
+      });
+    }
+    const response: AdmissionResponse = {
+      uid: refusal.uid,
+      allowed: false,
+      status: { status: 'Failure', code: refusal.code, reason: refusal.reason, message: refusal.message },
+    };
+    return writeJson(res, 200, {
+      // The apiserver reads a v1beta1 answer to a v1beta1 review without checking its uid:
+      // answering in its version makes it apply the denial (with the message saying what to fix).
+      apiVersion: refusal.apiVersion === ADMISSION_V1BETA1 ? ADMISSION_V1BETA1 : ADMISSION_API_VERSION,
+      kind: 'AdmissionReview',
+      response,
+    });
   }
 
   private async admit(
     route: Route & { type: 'validating' | 'mutating' },
     path: string,
     request: AdmissionRequest,
-    deadlineMs: number,
+    pristine: () => AdmissionRequest,
+    deadline: Deadline,
     abort: AbortController,
   ): Promise<AdmissionResponse> {
+    // Read before the handler runs: it owns `request` and may change anything in it.
+    const uid = request.uid;
     const what = {
       path,
-      uid: request.uid,
+      uid,
       operation: request.operation,
       kind: request.kind?.kind,
       namespace: request.namespace,
       name: request.name,
     };
-    const run = await this.run(deadlineMs, abort, (signal) => route.handler(request, { signal }));
+    const run = await this.run(deadline, abort, (signal) => route.handler(request, { signal }));
     let decision: MutationDecision;
     switch (run.kind) {
       case 'done':
         decision = run.value;
         break;
       case 'timedOut':
-        this.log.warn(what, `admission handler did not answer within ${run.afterMs} ms`);
+        this.log.warn(
+          what,
+          `admission handler did not answer within ${run.afterMs} ms, the apiserver's deadline; ` +
+            "the apiserver has applied the webhook's failurePolicy",
+        );
         return admissionResponse(
-          request,
+          { ...request, uid },
           deny(AdmissionReason.HandlerTimedOut, `the webhook did not decide within ${run.afterMs} ms`, {
             code: 504,
           }),
         );
       case 'failed':
-        return this.handlerFailed(request, run.error, what);
+        return this.handlerFailed(uid, run.error, what);
     }
     try {
       if (route.type === 'validating' && decision.type !== 'allow' && decision.type !== 'deny') {
         throw new Error(`a validating webhook cannot change the object (it answered ${decision.type})`);
       }
-      return admissionResponse(request, decision);
+      return admissionResponse(decision.type === 'mutate' ? pristine() : { ...request, uid }, decision);
     } catch (err) {
-      return this.handlerFailed(request, err, what);
+      return this.handlerFailed(uid, err, what);
     }
   }
 
-  private handlerFailed(request: AdmissionRequest, err: unknown, what: object): AdmissionResponse {
+  private handlerFailed(uid: string, err: unknown, what: object): AdmissionResponse {
     this.metrics.panics.inc();
     const message = err instanceof Error ? err.message : String(err);
     this.log.error({ ...what, err }, 'admission handler failed; the request is denied');
-    return admissionResponse(
-      request,
-      deny(AdmissionReason.HandlerFailed, `the webhook failed: ${message}`, { code: 500 }),
-    );
+    return {
+      uid,
+      allowed: false,
+      status: {
+        status: 'Failure',
+        code: 500,
+        reason: AdmissionReason.HandlerFailed,
+        message: `the webhook failed: ${message}`,
+      },
+    };
   }
 
   private async convert(
     handler: ConversionHandler,
     path: string,
     request: ConversionRequest,
-    deadlineMs: number,
+    deadline: Deadline,
     abort: AbortController,
   ): Promise<ConversionResponse> {
     const what = {
@@ -437,14 +658,14 @@ export class WebhookServer implements Runnable {
       desiredAPIVersion: request.desiredAPIVersion,
       objects: request.objects.length,
     };
-    const run = await this.run(deadlineMs, abort, (signal) => convertAll(request, handler, signal));
+    const run = await this.run(deadline, abort, (signal) => convertAll(request, handler, signal));
     switch (run.kind) {
       case 'done':
         if (run.value.result.status === 'Failure')
           this.log.warn({ ...what, message: run.value.result.message }, 'conversion failed');
         return run.value;
       case 'timedOut':
-        this.log.warn(what, `conversion did not finish within ${run.afterMs} ms`);
+        this.log.warn(what, `conversion did not finish within ${run.afterMs} ms, the apiserver's deadline`);
         return failedConversion(
           request,
           `conversion to ${request.desiredAPIVersion} did not finish within ${run.afterMs} ms`,
@@ -458,18 +679,35 @@ export class WebhookServer implements Runnable {
     }
   }
 
-  /** Runs `fn` until it settles or `ms` passes; the signal it gets aborts then. */
+  /**
+   * Runs `fn` until it settles or the apiserver's deadline passes; the signal it gets
+   * aborts at `deadline.abortAt` (the apiserver's deadline unless `handlerTimeoutMs`
+   * is sooner), and the server answers for it only at `deadline.answerAt`.
+   */
   private async run<T>(
-    ms: number,
+    deadline: Deadline,
     abort: AbortController,
     fn: (signal: AbortSignal) => T | Promise<T>,
   ): Promise<Run<T>> {
-    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    const now = this.clock.now();
+    const timers: TimerHandle[] = [];
+    if (deadline.abortAt < deadline.answerAt) {
+      const ms = deadline.abortAt - deadline.arrived;
+      timers.push(
+        this.clock.setTimeout(
+          () => abort.abort(new Error(`the handler timeout of ${ms} ms passed`)),
+          deadline.abortAt - now,
+        ),
+      );
+    }
+    const afterMs = deadline.answerAt - deadline.arrived;
     const timedOut = new Promise<Run<T>>((resolve) => {
-      timer = this.clock.setTimeout(() => {
-        abort.abort(new Error(`the webhook deadline of ${ms} ms passed`));
-        resolve({ kind: 'timedOut', afterMs: ms });
-      }, ms);
+      timers.push(
+        this.clock.setTimeout(() => {
+          abort.abort(new Error(`the apiserver's deadline of ${afterMs} ms passed`));
+          resolve({ kind: 'timedOut', afterMs });
+        }, deadline.answerAt - now),
+      );
     });
     const ran = (async (): Promise<Run<T>> => {
       try {
@@ -481,7 +719,7 @@ export class WebhookServer implements Runnable {
     try {
       return await Promise.race([ran, timedOut]);
     } finally {
-      if (timer) this.clock.clearTimeout(timer);
+      for (const timer of timers) this.clock.clearTimeout(timer);
     }
   }
 }
@@ -494,18 +732,32 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** The uid and review version of a parsed body that is not the review expected, when it has them. */
+function recoveredFrom(body: unknown): { uid?: string; apiVersion?: string } {
+  if (!isRecord(body)) return {};
+  const uid = isRecord(body.request) && typeof body.request.uid === 'string' ? body.request.uid : undefined;
+  const apiVersion = typeof body.apiVersion === 'string' ? body.apiVersion : undefined;
+  return { ...(uid === undefined ? {} : { uid }), ...(apiVersion === undefined ? {} : { apiVersion }) };
+}
+
+/** The uid at the head of an unparsed body, as the apiserver writes it; undefined otherwise. */
+function leadingUid(text: string): string | undefined {
+  return LEADING_UID.exec(text.slice(0, UID_HEAD_BYTES))?.[1];
+}
+
 function admissionRequestOf(body: unknown): AdmissionRequest {
   if (!isRecord(body) || body.kind !== 'AdmissionReview' || body.apiVersion !== ADMISSION_API_VERSION) {
     const got = isRecord(body) ? `${String(body.apiVersion)} ${String(body.kind)}` : typeof body;
-    throw new HttpFailure(
+    throw new Refusal(
       400,
-      'BadRequest',
+      AdmissionReason.BadRequest,
       `expected an ${ADMISSION_API_VERSION} AdmissionReview, got ${got} (register the webhook with admissionReviewVersions: [v1])`,
+      recoveredFrom(body),
     );
   }
   const request = body.request;
   if (!isRecord(request) || typeof request.uid !== 'string' || request.uid === '') {
-    throw new HttpFailure(400, 'BadRequest', 'the AdmissionReview has no request with a uid');
+    throw new Refusal(400, AdmissionReason.BadRequest, 'the AdmissionReview has no request with a uid');
   }
   return request as unknown as AdmissionRequest;
 }
@@ -513,10 +765,11 @@ function admissionRequestOf(body: unknown): AdmissionRequest {
 function conversionRequestOf(body: unknown): ConversionRequest {
   if (!isRecord(body) || body.kind !== 'ConversionReview' || body.apiVersion !== CONVERSION_API_VERSION) {
     const got = isRecord(body) ? `${String(body.apiVersion)} ${String(body.kind)}` : typeof body;
-    throw new HttpFailure(
+    throw new Refusal(
       400,
-      'BadRequest',
+      AdmissionReason.BadRequest,
       `expected an ${CONVERSION_API_VERSION} ConversionReview, got ${got} (register the CRD with conversionReviewVersions: [v1])`,
+      recoveredFrom(body),
     );
   }
   const request = body.request;
@@ -527,10 +780,11 @@ function conversionRequestOf(body: unknown): ConversionRequest {
     typeof request.desiredAPIVersion !== 'string' ||
     !Array.isArray(request.objects)
   ) {
-    throw new HttpFailure(
+    throw new Refusal(
       400,
-      'BadRequest',
+      AdmissionReason.BadRequest,
       'the ConversionReview has no request with a uid, desiredAPIVersion and objects',
+      recoveredFrom(body),
     );
   }
   return request as unknown as ConversionRequest;
@@ -540,35 +794,62 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new HttpFailure(400, 'BadRequest', `the body is not JSON: ${(err as Error).message}`);
+    throw new Refusal(400, AdmissionReason.BadRequest, `the body is not JSON: ${(err as Error).message}`, {
+      uid: leadingUid(text),
+    });
   }
 }
 
-/** The body as text, refused with 413 past `limit` bytes (announced or received). */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  const tooLarge = (): HttpFailure =>
-    new HttpFailure(
-      413,
-      'RequestEntityTooLarge',
-      `the body exceeds the webhook server's limit of ${limit} bytes`,
-    );
+function parseOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A body within the limit, or the head of one over it (and whether it was read to its end). */
+type Body =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly head: string; readonly drained: boolean };
+
+/**
+ * Reads the body. Past `limit` bytes (announced or received) it keeps only the head
+ * (for the uid) and reads on, discarding, up to {@link OVERSIZED_DRAIN_BYTES} more, so
+ * that the caller finishes writing and reads the refusal; a body announced or sent
+ * larger than that is cut after its head.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Body> {
   const announced = Number(req.headers['content-length'] ?? 0);
-  if (announced > limit) return Promise.reject(tooLarge());
+  const readAtMost =
+    announced > limit + OVERSIZED_DRAIN_BYTES ? UID_HEAD_BYTES : limit + OVERSIZED_DRAIN_BYTES;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let head: string | undefined;
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > limit) {
-        req.off('data', onData);
-        req.pause();
-        reject(tooLarge());
-        return;
+      if (head === undefined) {
+        chunks.push(chunk);
+        if (size <= limit && size <= readAtMost) return;
+        head = Buffer.concat(chunks, Math.min(size, UID_HEAD_BYTES)).toString('utf8');
+        chunks.length = 0;
       }
-      chunks.push(chunk);
+      if (size > readAtMost) {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.pause();
+        resolve({ ok: false, head, drained: false });
+      }
     };
+    const onEnd = (): void =>
+      resolve(
+        head === undefined
+          ? { ok: true, text: Buffer.concat(chunks).toString('utf8') }
+          : { ok: false, head, drained: true },
+      );
     req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.once('end', onEnd);
     req.once('error', reject);
   });
 }
@@ -580,22 +861,22 @@ function writeJson(res: ServerResponse, code: number, body: unknown): number {
   return code;
 }
 
-/** An HTTP error as a metav1 Status, the shape the apiserver reads error bodies in. */
-function writeStatus(res: ServerResponse, failure: HttpFailure): number {
-  return writeJson(res, failure.code, {
+/** A refusal as a metav1 Status, for a request that is no review at all. */
+function writeStatus(res: ServerResponse, refusal: Refusal): number {
+  return writeJson(res, refusal.code, {
     apiVersion: 'v1',
     kind: 'Status',
     status: 'Failure',
-    code: failure.code,
-    reason: failure.reason,
-    message: failure.message,
+    code: refusal.code,
+    reason: refusal.reason,
+    message: refusal.message,
   });
 }
 
 /**
  * A Go duration as the apiserver writes the `timeout` parameter (`10s`, `1m30s`,
- * `500ms`) in milliseconds; Infinity when absent or unreadable, so the server's own
- * bound applies.
+ * `500ms`) in milliseconds; Infinity when absent or unreadable (the server then waits
+ * {@link APISERVER_MAX_TIMEOUT_MS}).
  */
 export function goDurationMs(text: string | null): number {
   if (!text) return Number.POSITIVE_INFINITY;
