@@ -14,6 +14,8 @@ import { TENANT } from './api/tenant.ts';
 import { USER_ROLE } from './api/user-role.ts';
 import { DEFAULT_INTERVALS, type Intervals } from './controllers/deps.ts';
 import { CAPI_CLUSTER } from './controllers/gvks.ts';
+import { DEFAULT_SWEEP_PERIOD_MS } from './controllers/sweep.ts';
+import { DEFAULT_GATEWAY_PRINCIPAL } from './domain/plugins/kubeflow-objects.ts';
 import { createOperator, LEASE_NAME } from './operator.ts';
 
 interface Address {
@@ -98,6 +100,25 @@ const cl = await commandLine({
       'Permissions, UserRoles, GroupRoles and Tenants are reconciled again\n(drift in client clusters sends no event); default 10m',
       DEFAULT_INTERVALS.resyncMs,
     ),
+    'sweep-period': interval(
+      'objects carrying our labels whose owner is gone (a finalizer removed by hand)\nare deleted this often, in every cluster, and once at start-up; default 1m',
+      DEFAULT_SWEEP_PERIOD_MS,
+    ),
+    'kubeflow-gateway-principal': flag({
+      value: 'PRINCIPALS',
+      help: `the Istio principal(s), comma-separated, the Kubeflow plugin's AuthorizationPolicies\naccept the kubeflow-userid header from; default ${DEFAULT_GATEWAY_PRINCIPAL}`,
+      parse: (text: string | undefined) => {
+        if (text === undefined) return [DEFAULT_GATEWAY_PRINCIPAL];
+        const list = text
+          .split(',')
+          .map((p) => p.trim())
+          .filter((p) => p !== '');
+        // An empty list would be read by Istio as "any principal".
+        if (list.length === 0)
+          throw new FlagError('--kubeflow-gateway-principal needs at least one principal');
+        return list;
+      },
+    }),
   },
   notes:
     "Environment: POD_NAMESPACE (the Lease's namespace: the chart passes --leader-elect), ENABLE_WEBHOOKS\n(default true; false: UserRole, GroupRole and Tenant are not validated at admission).",
@@ -138,5 +159,16 @@ const { manager } = createOperator({
   argoCdNamespace: f['argocd-namespace'] ?? 'argocd',
   intervals,
   clusterDeadlineMs,
+  sweepPeriodMs: f['sweep-period'],
+  kubeflowGatewayPrincipals: f['kubeflow-gateway-principal'],
 });
-await cl.start(manager, { health, bundle, metrics, enableWebhooks, intervals, clusterDeadlineMs });
+await cl.start(manager, {
+  health,
+  bundle,
+  metrics,
+  enableWebhooks,
+  intervals,
+  clusterDeadlineMs,
+  sweepPeriodMs: f['sweep-period'],
+  kubeflowGatewayPrincipals: f['kubeflow-gateway-principal'],
+});

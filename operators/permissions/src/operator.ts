@@ -26,18 +26,31 @@ import { ModelFeed } from './controllers/model-feed.ts';
 import { addPermissionController } from './controllers/permission.ts';
 import { addRoleController } from './controllers/role.ts';
 import { addScopeController } from './controllers/scope.ts';
+import { DEFAULT_SWEEP_PERIOD_MS, Sweeper } from './controllers/sweep.ts';
 import { addTenantController } from './controllers/tenant.ts';
 import { type CapiCluster, clusterId } from './domain/cluster-selection.ts';
 import { BundleServer } from './model/bundle-server.ts';
 import { StorageEngine } from './model/storage-engine.ts';
 import { allPlugins } from './plugins/index.ts';
-import { roleHandler, tenantHandler, WEBHOOK_PATHS } from './webhooks/handlers.ts';
+import { AccessReviewer } from './webhooks/access.ts';
+import {
+  permissionHandler,
+  roleHandler,
+  scopeHandler,
+  selfUser,
+  tenantHandler,
+  WEBHOOK_PATHS,
+  type WebhookDeps,
+} from './webhooks/handlers.ts';
 
 /** The Lease that elects one writer among replicas (§4: the Deployment is stp-controller). */
 export const LEASE_NAME = 'stp-controller.permissions.shturval.tech';
 
 /** How long a client cluster's kubeconfig Secret read is trusted (src/clusters/registry.ts). */
 export const CLUSTER_SECRET_MAX_AGE_MS = 2_000;
+
+/** Connections the admission webhooks' own client opens at most (their reads and SubjectAccessReviews). */
+const WEBHOOK_CONNECTIONS = 16;
 
 /** The bundle's default address (§1, §6: "typically 8082"). */
 export const DEFAULT_BUNDLE_PORT = 8082;
@@ -68,6 +81,13 @@ export interface OperatorOptions {
   readonly clusterDeadlineMs?: number;
   readonly argoCdNamespace?: string;
   readonly clock?: Clock;
+  /** How often objects whose owner is gone are swept (and once at start-up); default 60 s. */
+  readonly sweepPeriodMs?: number;
+  /**
+   * The identities (Istio principals) the Kubeflow plugin's AuthorizationPolicies accept the
+   * user header from: the ingress gateway's; default Kubeflow's own.
+   */
+  readonly kubeflowGatewayPrincipals?: readonly string[];
 }
 
 export interface Operator {
@@ -75,12 +95,16 @@ export interface Operator {
   readonly model: StorageEngine;
   readonly bundle: BundleServer;
   readonly webhooks: WebhookServer | undefined;
+  /** The webhooks' SubjectAccessReview cache (its hit rate), when the webhooks run. */
+  readonly access: AccessReviewer | undefined;
   readonly clusters: ClusterRegistry;
   readonly permissions: Controller<Permission>;
   readonly scopes: Controller<Scope>;
   readonly userRoles: Controller<UserRole | GroupRole>;
   readonly groupRoles: Controller<UserRole | GroupRole>;
   readonly tenants: Controller<Tenant>;
+  /** Leader-only: deletes what carries our labels and whose owner is gone. */
+  readonly sweeper: Sweeper;
 }
 
 export function createOperator(opts: OperatorOptions): Operator {
@@ -137,13 +161,30 @@ export function createOperator(opts: OperatorOptions): Operator {
     caches,
     model,
     registry: clusters,
-    plugins: allPlugins({ management: manager.client }),
+    plugins: allPlugins({
+      management: manager.client,
+      ...(opts.kubeflowGatewayPrincipals
+        ? { kubeflowGatewayPrincipals: opts.kubeflowGatewayPrincipals }
+        : {}),
+    }),
     intervals: { ...DEFAULT_INTERVALS, ...(opts.intervals ?? {}) },
     argoCdNamespace,
   };
 
   let webhooks: WebhookServer | undefined;
+  let access: AccessReviewer | undefined;
   if (opts.webhooks) {
+    // The webhooks' reads and reviews on connections of their own, with no client-side
+    // bucket: the apiserver waits on each answer (10 s at most), so they must never queue
+    // behind the controllers' writes and rate limit.
+    const webhookClient = opts.client.isolated({ connections: WEBHOOK_CONNECTIONS, timeoutMs: 8_000 });
+    access = new AccessReviewer(webhookClient, { registry: manager.registry });
+    const webhookDeps: WebhookDeps = {
+      client: webhookClient,
+      cached: { scopes: caches.scopes.store, permissions: caches.permissions.store },
+      access,
+      self: selfUser(webhookClient),
+    };
     webhooks = new WebhookServer({
       name: 'permissions-webhooks',
       port: opts.webhooks.port,
@@ -152,17 +193,41 @@ export function createOperator(opts: OperatorOptions): Operator {
       logger: manager.log,
       registry: manager.registry,
     })
-      .validating(WEBHOOK_PATHS.userRole, roleHandler(opts.client, 'UserRole'))
-      .validating(WEBHOOK_PATHS.groupRole, roleHandler(opts.client, 'GroupRole'))
-      .validating(WEBHOOK_PATHS.tenant, tenantHandler(opts.client));
-    manager.add(webhooks, { needLeaderElection: false });
+      .validating(WEBHOOK_PATHS.permission, permissionHandler(webhookDeps))
+      .validating(WEBHOOK_PATHS.userRole, roleHandler(webhookDeps, 'UserRole'))
+      .validating(WEBHOOK_PATHS.groupRole, roleHandler(webhookDeps, 'GroupRole'))
+      .validating(WEBHOOK_PATHS.scope, scopeHandler(webhookDeps))
+      .validating(WEBHOOK_PATHS.tenant, tenantHandler(webhookDeps));
+    const server = webhooks;
+    // The server first (it drains its requests), then its client's connections.
+    manager.add(
+      {
+        name: server.name,
+        start: (signal: AbortSignal) => server.start(signal),
+        stop: async () => {
+          await server.stop();
+          await webhookClient.transport.close();
+        },
+      },
+      { needLeaderElection: false },
+    );
   }
+
+  // It deletes: one writer only, like the reconcilers.
+  const sweeper = new Sweeper({
+    deps,
+    periodMs: opts.sweepPeriodMs ?? DEFAULT_SWEEP_PERIOD_MS,
+    log: manager.log,
+  });
+  manager.add(sweeper, { needLeaderElection: true });
 
   return {
     manager,
+    sweeper,
     model,
     bundle,
     webhooks,
+    access,
     clusters,
     permissions: addPermissionController(manager, deps),
     scopes: addScopeController(manager, deps),

@@ -343,11 +343,8 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
   it('keeps the webhook certificate and the caBundle across helm upgrade, the caBundle being the CA that signed it', () => {
     const installed = certs.installed as Awaited<ReturnType<typeof certificateState>>;
     assert.ok(installed.secret['tls.crt'] && installed.secret['tls.key'] && installed.secret['ca.crt']);
-    assert.deepEqual(installed.caBundles, [
-      installed.secret['ca.crt'],
-      installed.secret['ca.crt'],
-      installed.secret['ca.crt'],
-    ]);
+    // One caBundle per webhook: Permission, UserRole, GroupRole, Scope, Tenant.
+    assert.deepEqual(installed.caBundles, Array(5).fill(installed.secret['ca.crt']));
     const pem = (key: string): string => Buffer.from(installed.secret[key] ?? '', 'base64').toString('utf8');
     assert.ok(new X509Certificate(pem('tls.crt')).verify(new X509Certificate(pem('ca.crt')).publicKey));
     assert.deepEqual(certs.upgraded, installed, 'helm upgrade found the Secret (lookup) and kept the pair');
@@ -632,6 +629,9 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
       ...['get', 'create', 'patch', 'delete', 'escalate', 'bind'].map(
         (v) => `${v} ${RBAC} clusterroles - platform:${team}.x`,
       ),
+      // The sweep (controllers/sweep.ts) lists what carries our labels, to delete what lost its owner.
+      `list ${RBAC} clusterroles -`,
+      `list ${RBAC} roles ${team}`,
       ...['get', 'create', 'patch', 'delete'].map((v) => `${v} ${RBAC} clusterrolebindings - b`),
       `list ${RBAC} clusterrolebindings -`,
       ...['get', 'create', 'patch', 'delete', 'escalate', 'bind'].map(
@@ -687,10 +687,9 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
       `get coordination.k8s.io leases ${release} another-lease`,
       `create coordination.k8s.io leases ${team}`,
       // No reads of RBAC it does not need, no collections deleted, nothing else at all.
-      `list ${RBAC} clusterroles -`,
       `watch ${RBAC} clusterroles -`,
       `deletecollection ${RBAC} clusterrolebindings -`,
-      `list ${RBAC} roles ${team}`,
+      `watch ${RBAC} roles ${team}`,
       `create core pods ${team}`,
       'get core nodes -',
       `delete core namespaces - ${team}`,
@@ -725,7 +724,7 @@ describe("the chart's RBAC on a real apiserver, the operator run as the chart's 
       {
         apiGroups: ['rbac.authorization.k8s.io'],
         resources: ['clusterroles'],
-        verbs: ['get', 'create', 'patch', 'delete', 'escalate', 'bind'],
+        verbs: ['list', 'get', 'create', 'patch', 'delete', 'escalate', 'bind'],
       },
       {
         apiGroups: ['rbac.authorization.k8s.io'],

@@ -249,11 +249,11 @@ describe('the permissions chart, rendered by helm', () => {
       `${main} cluster.x-k8s.io clusters list,watch,patch`,
       // platform: ClusterRoles (applyIfDiffers, deleteIfOurs); escalate: rules it does not
       // hold, aggregationRule; bind: the ClusterRoleBindings to them.
-      `${main} rbac.authorization.k8s.io clusterroles get,create,patch,delete,escalate,bind`,
+      `${main} rbac.authorization.k8s.io clusterroles list,get,create,patch,delete,escalate,bind`,
       // The RBAC plugin at platform level (syncSet/removeSet).
       `${main} rbac.authorization.k8s.io clusterrolebindings list,get,create,patch,delete`,
       // tenant-get / tenant-edit Roles; escalate: tenant-edit writes roles; bind: their bindings.
-      `${main} rbac.authorization.k8s.io roles get,create,patch,delete,escalate,bind`,
+      `${main} rbac.authorization.k8s.io roles list,get,create,patch,delete,escalate,bind`,
       // A Tenant's bindings, the tenant plugin's (list in every namespace by label).
       `${main} rbac.authorization.k8s.io rolebindings list,get,create,patch,delete`,
       // webhooks/grantor.ts mayGrant.
@@ -386,6 +386,8 @@ describe('the permissions chart, rendered by helm', () => {
       '--scope-namespace-recheck=5m',
       '--scope-cluster-recheck=30m',
       '--resync=10m',
+      '--sweep-period=1m',
+      '--kubeflow-gateway-principal=cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account',
     ]);
     assert.deepEqual(envOf(container), {
       POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
@@ -441,7 +443,7 @@ describe('the permissions chart, rendered by helm', () => {
     }
   });
 
-  it('passes values on as flags: ports, intervals, the Argo CD namespace, metrics off', async () => {
+  it('passes values on as flags: ports, intervals, the Argo CD namespace, the Kubeflow gateway, metrics off', async () => {
     const { container } = deployment(
       (
         await renderChart('ops', {
@@ -456,7 +458,9 @@ describe('the permissions chart, rendered by helm', () => {
             tenantScopeWait: '2s',
             scopeNamespaceRecheck: '1m',
             scopeClusterRecheck: '10m',
+            sweepPeriod: '30s',
           },
+          kubeflow: { gatewayPrincipal: 'cluster.local/ns/kubeflow-gw/sa/gateway' },
           image: { repository: 'registry.example/permissions', tag: 'dev' },
         })
       ).objects,
@@ -476,6 +480,8 @@ describe('the permissions chart, rendered by helm', () => {
       '--scope-namespace-recheck=1m',
       '--scope-cluster-recheck=10m',
       '--resync=10m',
+      '--sweep-period=30s',
+      '--kubeflow-gateway-principal=cluster.local/ns/kubeflow-gw/sa/gateway',
     ]);
     assert.deepEqual(container.ports, [
       { name: 'health', containerPort: 9081 },
@@ -508,7 +514,7 @@ describe('the permissions chart, rendered by helm', () => {
     assert.deepEqual(d.selector, selector, 'the Services select what the Deployment runs');
   });
 
-  it("registers exactly src/webhooks/configuration.ts's webhooks (UserRole, GroupRole, Tenant; CREATE and UPDATE; Fail) against the webhook Service", async () => {
+  it("registers exactly src/webhooks/configuration.ts's webhooks (Permission on CREATE and UPDATE; UserRole, GroupRole, Scope, Tenant also on DELETE; Fail) against the webhook Service", async () => {
     const { objects } = await defaults();
     const vwc = one(objects, 'ValidatingWebhookConfiguration', 'permissions.shturval.tech') as Vwc;
     const secret = one(objects, 'Secret', 'stp-controller-webhook-tls') as SecretObj;
@@ -533,9 +539,11 @@ describe('the permissions chart, rendered by helm', () => {
           .join(';')}`;
       }),
       [
-        'userroles.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-userrole CREATE+UPDATE userroles',
-        'grouproles.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-grouprole CREATE+UPDATE grouproles',
-        'tenants.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-tenant CREATE+UPDATE tenants',
+        'permissions.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-permission CREATE+UPDATE permissions',
+        'userroles.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-userrole CREATE+UPDATE+DELETE userroles',
+        'grouproles.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-grouprole CREATE+UPDATE+DELETE grouproles',
+        'scopes.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-scope CREATE+UPDATE+DELETE scopes',
+        'tenants.permissions.shturval.tech Fail None stp-controller-webhook:443/validate-permissions-shturval-tech-v1beta1-tenant CREATE+UPDATE+DELETE tenants',
       ],
     );
     assert.equal(vwc.metadata.annotations, undefined, 'no cert-manager injection by default');

@@ -10,7 +10,20 @@ import type { Level } from '../src/api/common.ts';
 import type { Permission } from '../src/api/permission.ts';
 import type { Scope } from '../src/api/scope.ts';
 import type { Tenant, TenantSpec } from '../src/api/tenant.ts';
-import { type RoleAdmission, validateRole, validateTenant } from '../src/domain/admission.ts';
+import {
+  type RoleAdmission,
+  validateRole,
+  validateScope,
+  validateTenant,
+  validateTenantChecks,
+} from '../src/domain/admission.ts';
+import {
+  MAX_RULE_QUESTIONS,
+  type PermissionAdmission,
+  questionKey,
+  ruleQuestions,
+  validatePermission,
+} from '../src/domain/permission-admission.ts';
 
 const NS = 'team-a';
 
@@ -304,5 +317,168 @@ describe('validateTenant', () => {
         },
       ),
     );
+  });
+});
+
+describe('tenant walls (validateTenantChecks, and in validateRole and validateScope)', () => {
+  const foreign = { tenant: 'b', because: 'Scope "tenant-b" belongs to Tenant "b"', mayManage: false };
+
+  it('admits with no tenant reached, or every tenant managed', () => {
+    assert.deepEqual(validateTenantChecks('ann', 'create UserRole "x"', NS, []), { allowed: true });
+    assert.deepEqual(
+      validateTenantChecks('ann', 'create UserRole "x"', NS, [{ ...foreign, mayManage: true }]),
+      {
+        allowed: true,
+      },
+    );
+  });
+
+  it('refuses a tenant the user may not manage, naming it, why, and the rule to grant', () => {
+    assert.deepEqual(validateTenantChecks('ann', 'delete UserRole "ben"', NS, [foreign]), {
+      allowed: false,
+      reason: 'TenantForbidden',
+      message:
+        'user "ann" may not delete UserRole "ben": Scope "tenant-b" belongs to Tenant "b", and acting inside a tenant needs ' +
+        'verb "manage" on tenants.permissions.shturval.tech with resourceName "b" in namespace "team-a" ' +
+        "(the Role tenant-edit.b gives it to the tenant's admins; or a Role rule {apiGroups: [permissions.shturval.tech], " +
+        'resources: [tenants], resourceNames: [b], verbs: [manage]}); ask an admin of that tenant, or a platform administrator',
+    });
+  });
+
+  it('validateRole checks the wall right after the Scope, before the Permissions', () => {
+    const d = validateRole(
+      roleInput({
+        tenantChecks: [foreign],
+        permissions: new Map(),
+        grantorMay: new Map(),
+        operation: 'create',
+      }),
+    );
+    assert.equal(d.allowed ? undefined : d.reason, 'TenantForbidden');
+    assert.match(
+      d.allowed ? '' : d.message,
+      /^user "bob@example.com" may not create UserRole "alice-viewer": /,
+    );
+  });
+
+  it('validateScope refuses a missing parentScope first, then a tenant not managed; a Scope of no tenant is admitted', () => {
+    const s: Scope = {
+      ...scope('mine', 'cluster'),
+      spec: { level: 'cluster', parentScope: { name: 'gone' } },
+    };
+    const base = { scope: s, operation: 'create' as const, user: 'm', tenantChecks: [foreign] };
+    assert.equal(
+      (validateScope({ ...base, parentMissing: true }) as { reason: string }).reason,
+      'ScopeNotFound',
+    );
+    assert.equal(
+      (validateScope({ ...base, parentMissing: false }) as { reason: string }).reason,
+      'TenantForbidden',
+    );
+    assert.deepEqual(validateScope({ ...base, parentMissing: false, tenantChecks: [] }), { allowed: true });
+    // A delete never asks for the parent.
+    assert.equal(
+      (validateScope({ ...base, operation: 'delete', parentMissing: true }) as { reason: string }).reason,
+      'TenantForbidden',
+    );
+  });
+});
+
+describe("validatePermission (RBAC's escalation rule)", () => {
+  const perm = (spec: Permission['spec'], name = 'p'): Permission => ({
+    apiVersion: 'permissions.shturval.tech/v1beta1',
+    kind: 'Permission',
+    metadata: { name, namespace: NS },
+    spec,
+  });
+  const input = (p: Permission, o: Partial<PermissionAdmission> = {}): PermissionAdmission => ({
+    permission: p,
+    user: 'mallory',
+    mayEscalate: false,
+    mayEscalateTargets: new Map(),
+    holds: new Map(),
+    ...o,
+  });
+  const star = [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }];
+
+  it('asks one question per group, resource (subresource apart), verb and name; wildcards literally', () => {
+    const { questions, tooMany } = ruleQuestions([
+      {
+        apiGroups: ['', 'apps'],
+        resources: ['pods/log', 'deployments'],
+        verbs: ['get'],
+        resourceNames: ['a'],
+      },
+      { nonResourceURLs: ['/healthz/*'], verbs: ['get'] },
+      ...star,
+    ]);
+    assert.equal(tooMany, false);
+    assert.deepEqual(questions.map(questionKey), [
+      'res get /pods/log a',
+      'res get /deployments a',
+      'res get apps/pods/log a',
+      'res get apps/deployments a',
+      'url get /healthz/*',
+      'res * */*',
+    ]);
+    assert.deepEqual(questions[0], {
+      resourceAttributes: { group: '', resource: 'pods', subresource: 'log', verb: 'get', name: 'a' },
+    });
+    const many = Array.from({ length: MAX_RULE_QUESTIONS + 1 }, (_, i) => `r${i}`);
+    assert.equal(ruleQuestions([{ apiGroups: [''], resources: many, verbs: ['get'] }]).tooMany, true);
+  });
+
+  it('admits rules the writer holds, or anything with escalate; refuses the rest naming each missing rule and escalate', () => {
+    const p = perm({ level: 'platform', platform_rules: star });
+    assert.deepEqual(validatePermission(input(p, { holds: new Map([['res * */*', true]]) })), {
+      allowed: true,
+    });
+    assert.deepEqual(validatePermission(input(p, { mayEscalate: true })), { allowed: true });
+    assert.deepEqual(validatePermission(input(p)), {
+      allowed: false,
+      reason: 'EscalateForbidden',
+      message:
+        'user "mallory" may not write Permission "p": its platform_rules grant what they do not hold on the management cluster ' +
+        '(verb "*" on "*" in group "*"); write only rules you hold cluster-wide, or get verb "escalate" on ' +
+        'permissions.permissions.shturval.tech with resourceName "p" in namespace "team-a" (a Role rule ' +
+        '{apiGroups: [permissions.shturval.tech], resources: [permissions], resourceNames: [p], verbs: [escalate]})',
+    });
+  });
+
+  it('asks escalate for what the management cluster cannot judge: client rules, Argo CD, Kubeflow', () => {
+    const client = perm({
+      level: 'cluster',
+      granted_cluster_rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }],
+    });
+    const d = validatePermission(input(client));
+    assert.equal(d.allowed ? undefined : d.reason, 'EscalateForbidden');
+    assert.match(d.allowed ? '' : d.message, /granted_cluster_rules are written into client clusters/);
+    assert.deepEqual(validatePermission(input(client, { mayEscalate: true })), { allowed: true });
+    const argo = perm({
+      level: 'platform',
+      platform_rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }],
+      plugins: { argocd: { policies: [] } },
+    });
+    assert.match(
+      (validatePermission(input(argo, { holds: new Map([['res get /pods', true]]) })) as { message: string })
+        .message,
+      /argocd plugin/,
+    );
+  });
+
+  it('refuses aggregateTo into a Permission the writer may not escalate, whatever they hold; a Permission without platform_rules aggregates nothing', () => {
+    const p = perm({ level: 'platform', platform_rules: star, aggregateTo: ['viewer', 'p'] });
+    const d = validatePermission(input(p, { mayEscalate: true }));
+    assert.equal(d.allowed ? undefined : d.reason, 'AggregateForbidden');
+    assert.match(
+      d.allowed ? '' : d.message,
+      /^user "mallory" may not aggregate the platform_rules of Permission "p" into Permission\(s\) "viewer": .*resourceName "viewer"/,
+    );
+    assert.deepEqual(
+      validatePermission(input(p, { mayEscalate: true, mayEscalateTargets: new Map([['viewer', true]]) })),
+      { allowed: true },
+    );
+    const empty = perm({ level: 'cluster', granted_cluster_rules: star, aggregateTo: ['viewer'] });
+    assert.deepEqual(validatePermission(input(empty, { mayEscalate: true })), { allowed: true });
   });
 });

@@ -13,6 +13,49 @@ import {
   safeEmail,
 } from '../src/domain/plugins/kubeflow-objects.ts';
 
+/** A request as an AuthorizationPolicy sees it: the peer's mTLS identity (absent without mTLS) and the headers. */
+interface Request {
+  readonly principal?: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+type Spec = {
+  readonly action: string;
+  readonly rules?: readonly {
+    readonly from?: readonly { readonly source?: { readonly principals?: readonly string[] } }[];
+    readonly to?: readonly unknown[];
+    readonly when?: readonly { readonly key: string; readonly values?: readonly string[] }[];
+  }[];
+};
+
+/**
+ * Istio's ALLOW semantics (istio.io, "Authorization Policy": a request matches a policy
+ * when it matches ANY rule; a rule matches when its `from`, `to` and `when` ALL match; a
+ * `from` list matches when ANY source does; a field's values are ORed), for the fields
+ * our policies use. A policy with a field this evaluator does not know fails the test.
+ */
+function istioAllows(spec: Spec, req: Request): boolean {
+  assert.equal(spec.action, 'ALLOW');
+  return (spec.rules ?? []).some((rule) => {
+    assert.equal(rule.to, undefined, 'this evaluator knows from and when only');
+    const fromOk =
+      rule.from === undefined ||
+      rule.from.some((f) => {
+        const principals = f.source?.principals;
+        return (
+          principals === undefined || (req.principal !== undefined && principals.includes(req.principal))
+        );
+      });
+    const whenOk = (rule.when ?? []).every((c) => {
+      const m = /^request\.headers\[(.+)\]$/.exec(c.key);
+      assert.ok(m, `a condition on ${c.key}`);
+      const v = req.headers[m[1] ?? ''];
+      return v !== undefined && (c.values ?? []).includes(v);
+    });
+    return fromOk && whenOk;
+  });
+}
+
 const DEVS: Grant = {
   owner: { kind: 'GroupRole', namespace: 'team-a', name: 'devs', uid: 'uid-2' },
   permission: 'notebooks',
@@ -88,10 +131,56 @@ describe('kubeflow objects', () => {
       },
       spec: {
         action: 'ALLOW',
-        rules: [{ when: [{ key: 'request.headers[kubeflow-userid]', values: ['Bob.Smith@example.com'] }] }],
+        rules: [
+          {
+            from: [
+              {
+                source: {
+                  principals: ['cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account'],
+                },
+              },
+            ],
+            when: [{ key: 'request.headers[kubeflow-userid]', values: ['Bob.Smith@example.com'] }],
+          },
+        ],
       },
     });
     assert.equal(policies.length, 2);
+  });
+
+  it('accepts the user header only from the configured gateway identity, in the same rule', () => {
+    const { policies } = desiredKubeflowObjects(DEVS, 'edit', ['ml'], ['cluster.local/ns/gw/sa/kf-gateway']);
+    assert.deepEqual(policies[0]?.spec.rules, [
+      {
+        from: [{ source: { principals: ['cluster.local/ns/gw/sa/kf-gateway'] } }],
+        when: [{ key: 'request.headers[kubeflow-userid]', values: ['Bob.Smith@example.com'] }],
+      },
+    ]);
+  });
+
+  it('as Istio evaluates it: the gateway passing the user is allowed; any other workload claiming the same user is not', () => {
+    const { policies } = desiredKubeflowObjects(DEVS, 'edit', ['ml']);
+    const policy = policies[0];
+    assert.ok(policy);
+    const gateway = 'cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account';
+    const bob = 'Bob.Smith@example.com';
+    assert.equal(istioAllows(policy.spec, { principal: gateway, headers: { 'kubeflow-userid': bob } }), true);
+    assert.equal(
+      istioAllows(policy.spec, {
+        principal: 'cluster.local/ns/team-a/sa/attacker',
+        headers: { 'kubeflow-userid': bob },
+      }),
+      false,
+    );
+    assert.equal(
+      istioAllows(policy.spec, { headers: { 'kubeflow-userid': bob } }),
+      false,
+      'plain text, no mTLS identity',
+    );
+    assert.equal(
+      istioAllows(policy.spec, { principal: gateway, headers: { 'kubeflow-userid': 'eve@example.com' } }),
+      false,
+    );
   });
 
   it('gives a valid object name (DNS subdomain, at most 253) for any email', () => {

@@ -71,7 +71,7 @@ describe('tenantScope', () => {
 });
 
 describe('tenantRoles', () => {
-  it("lets members read the tenant and the namespace's kinds, and admins also write UserRoles and GroupRoles", () => {
+  it("lets members read the tenant and the namespace's kinds, and admins also write UserRoles and GroupRoles and manage this tenant", () => {
     const read = [
       { apiGroups: [G], resources: ['tenants'], resourceNames: ['team-a'], verbs: ['get', 'list', 'watch'] },
       {
@@ -98,6 +98,8 @@ describe('tenantRoles', () => {
             resources: ['userroles', 'grouproles'],
             verbs: ['create', 'update', 'patch', 'delete'],
           },
+          // What the webhooks ask for before an admin acts inside this tenant (issue 35).
+          { apiGroups: [G], resources: ['tenants'], resourceNames: ['team-a'], verbs: ['manage'] },
         ],
       },
     ]);

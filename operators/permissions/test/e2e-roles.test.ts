@@ -740,7 +740,19 @@ test('Kubeflow: a namespace-level GroupRole writes a RoleBinding and an Istio Au
       | undefined;
     assert.deepEqual(p?.spec, {
       action: 'ALLOW',
-      rules: [{ when: [{ key: 'request.headers[kubeflow-userid]', values: [email] }] }],
+      // The header counts only from the ingress gateway's identity, in the same rule.
+      rules: [
+        {
+          from: [
+            {
+              source: {
+                principals: ['cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account'],
+              },
+            },
+          ],
+          when: [{ key: 'request.headers[kubeflow-userid]', values: [email] }],
+        },
+      ],
     });
     assert.deepEqual(p?.metadata.annotations, { user: email, role: 'edit' });
   }

@@ -6,11 +6,14 @@
  * a grantor without `bind`/`escalate`, a Tenant without people), the good ones admitted,
  * a metadata-only update admitted whoever makes it; and with the webhooks off
  * (ENABLE_WEBHOOKS=false: no server, no registration) the apiserver admits a bad role and
- * the operator reports the problem in its status instead.
+ * the operator reports the problem in its status instead; and with no replica answering,
+ * a user's delete is refused (failurePolicy Fail) while the control plane's own deleters
+ * pass the configuration's matchCondition. Issue 35's attacker paths: e2e-security.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isApiError, type KubeObject } from '@operators/kit';
+import { webhookConfiguration } from '../src/webhooks/configuration.ts';
 import { Harness, type Kind, type Obj, ROLE, ROLE_BINDING, until } from './support/harness.ts';
 
 const h = Harness.forFile();
@@ -296,4 +299,45 @@ test('with ENABLE_WEBHOOKS=false (no server, no registration) the apiserver admi
     String(mixed.status?.message),
     /Permission "viewer" is level cluster, Scope "team" is level namespace/,
   );
+});
+
+test("with no replica answering (failurePolicy Fail, DELETE included), a user's delete of a UserRole is refused, while the garbage collector's and the namespace controller's deletes pass the matchCondition", async (t) => {
+  const ns = await fixture(t, 'wh-down');
+  await h.create('UserRole', ns, 'doomed', { user: 'alice', scope: 'prod', permissions: ['viewer'] });
+  await h.create('UserRole', ns, 'doomed-too', { user: 'alice', scope: 'prod', permissions: ['viewer'] });
+  await grant(
+    ns,
+    'bob',
+    'userrole-deleter',
+    [{ apiGroups: [GROUP], resources: ['userroles'], verbs: ['get', 'delete'] }],
+    { resource: 'userroles', verb: 'delete' },
+  );
+  await h.stopOperator();
+  t.after(async () => {
+    await h.admin.delete(VWC, 'permissions.shturval.tech').catch(() => undefined);
+    await h.startOperator();
+  });
+  // The configuration as the chart registers it, pointing at a server that is not there.
+  await h.admin.apply(webhookConfiguration({ url: 'https://127.0.0.1:1', caBundle: '' }), {
+    fieldManager: 'permissions-e2e',
+    force: true,
+  });
+  const userRole = { apiVersion: `${GROUP}/v1beta1`, kind: 'UserRole' };
+  const r = await until('the apiserver to call the unreachable webhook', async () => {
+    try {
+      await h.mgmt.as('bob').delete(userRole, 'doomed', ns);
+      return undefined;
+    } catch (err) {
+      return isApiError(err) && /failed calling webhook/.test(err.message) ? err : undefined;
+    }
+  });
+  assert.match(r.message, /failed calling webhook "userroles\.permissions\.shturval\.tech"/);
+  assert.equal((await h.get('UserRole', ns, 'doomed'))?.metadata.deletionTimestamp, undefined, 'not deleted');
+  // The control plane's own deleters never reach the webhook: cascades and namespace deletion go on.
+  await h.mgmt.asServiceAccount('kube-system', 'generic-garbage-collector').delete(userRole, 'doomed', ns);
+  await h.mgmt.asServiceAccount('kube-system', 'namespace-controller').delete(userRole, 'doomed-too', ns);
+  for (const name of ['doomed', 'doomed-too']) {
+    const o = await h.get('UserRole', ns, name);
+    assert.ok(o === undefined || o.metadata.deletionTimestamp !== undefined, `${name} is being deleted`);
+  }
 });

@@ -69,6 +69,8 @@ test('--help prints the usage with every flag and exits 0', async () => {
     '--tenant-scope-wait',
     '--scope-namespace-recheck',
     '--scope-cluster-recheck',
+    '--sweep-period',
+    '--kubeflow-gateway-principal',
     'ENABLE_WEBHOOKS',
     'POD_NAMESPACE',
   ]) {
@@ -102,6 +104,12 @@ const BAD: readonly { args: string[]; says: RegExp }[] = [
   { args: ['--webhook-port', '70000'], says: /--webhook-port: not a port: 70000/ },
   { args: ['--webhook-port', 'https'], says: /--webhook-port: not a port: https/ },
   { args: ['--leader-elect'], says: /--leader-elect needs POD_NAMESPACE/ },
+  { args: ['--sweep-period', 'often'], says: /--sweep-period: not a duration/ },
+  // Istio reads an empty principals list as "anyone": refused.
+  {
+    args: ['--kubeflow-gateway-principal', ' , '],
+    says: /--kubeflow-gateway-principal needs at least one principal/,
+  },
 ];
 
 const BAD_RUNS = BAD.map((bad) => run([...bad.args, '--kubeconfig', MISSING_KUBECONFIG]));

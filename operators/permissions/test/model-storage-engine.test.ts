@@ -67,6 +67,7 @@ describe('StorageEngine data.json and revision', () => {
       {
         clusters: ['fleet/c2', 'fleet/c1'],
         paths: ['/org/team-a/fleet/c1/a'],
+        tenant: 'team-a',
       },
     );
     e.upsertRole(
@@ -102,6 +103,30 @@ describe('StorageEngine data.json and revision', () => {
         users: {},
       },
     });
+  });
+
+  it('lists a Scope under a tenant only when the feed says that Tenant controls it, never for a bare tenantRef', () => {
+    const e = new StorageEngine();
+    e.upsertTenant(tenant('t', 'victim', { admins: ['vic'] }));
+    // A hand-written Scope naming the victim's tenant: the feed found no control (domain/tenant.ts scopeTenant).
+    e.upsertScope(scope('t', 'mine', { level: 'cluster', tenant: 'victim' }), {
+      clusters: [],
+      paths: [],
+      tenant: null,
+    });
+    e.upsertScope(scope('t', 'also-mine', { level: 'cluster', tenant: 'victim' }), {
+      clusters: [],
+      paths: [],
+    });
+    e.upsertScope(scope('t', 'tenant-victim', { level: 'cluster', tenant: 'victim' }), {
+      clusters: [],
+      paths: [],
+      tenant: 'victim',
+    });
+    const scopes = e.snapshot().shturval.scopes;
+    assert.equal(scopes['t/mine']?.tenant, null);
+    assert.equal(scopes['t/also-mine']?.tenant, null);
+    assert.equal(scopes['t/tenant-victim']?.tenant, 't/victim');
   });
 
   it('lists a user holding two roles once, with both bindings sorted by role', () => {

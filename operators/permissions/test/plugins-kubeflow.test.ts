@@ -90,7 +90,18 @@ describe('Kubeflow plugin (real apiserver, real Istio CRDs)', () => {
       annotations: { user: 'Bob.Smith@example.com', role: 'edit' },
       spec: {
         action: 'ALLOW',
-        rules: [{ when: [{ key: 'request.headers[kubeflow-userid]', values: ['Bob.Smith@example.com'] }] }],
+        rules: [
+          {
+            from: [
+              {
+                source: {
+                  principals: ['cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account'],
+                },
+              },
+            ],
+            when: [{ key: 'request.headers[kubeflow-userid]', values: ['Bob.Smith@example.com'] }],
+          },
+        ],
       },
     });
 
@@ -106,6 +117,25 @@ describe('Kubeflow plugin (real apiserver, real Istio CRDs)', () => {
     assert.deepEqual(await plugin.delete(c), { status: 'Applied', objects: [] });
     assert.equal(await env.admin.find(RB, bob, profile), undefined);
     assert.equal(await env.admin.find(AP, bob, profile), undefined);
+  });
+
+  it('accepts the user header only from the configured gateway principal, and moves an existing policy onto it', async (t) => {
+    const own = await env.namespace(t, 'kf-gw');
+    const profile = await env.namespace(t, 'kf-gw-profile');
+    const c = ctx(env, own, { kind: 'User', name: 'erin@example.com' }, [profile]);
+    const name = 'user-erin-example-com-clusterrole-edit';
+    assert.equal((await new KubeflowPlugin().apply(c)).status, 'Applied');
+    const gateway = 'cluster.local/ns/kubeflow-gw/sa/gateway';
+    assert.equal((await new KubeflowPlugin({ gatewayPrincipals: [gateway] }).apply(c)).status, 'Applied');
+    assert.deepEqual((await env.admin.get<Obj>(AP, name, profile)).spec, {
+      action: 'ALLOW',
+      rules: [
+        {
+          from: [{ source: { principals: [gateway] } }],
+          when: [{ key: 'request.headers[kubeflow-userid]', values: ['erin@example.com'] }],
+        },
+      ],
+    });
   });
 
   it('leaves an object KFAM wrote under the same name alone, and never deletes it', async (t) => {

@@ -16,6 +16,8 @@ import type { Permission } from '../api/permission.ts';
 import type { Scope } from '../api/scope.ts';
 import type { Tenant } from '../api/tenant.ts';
 import type { UserRole } from '../api/user-role.ts';
+import { tenantScopeName } from '../domain/names.ts';
+import { scopeTenant } from '../domain/tenant.ts';
 import type { StorageEngine } from '../model/storage-engine.ts';
 import type { Caches } from './deps.ts';
 
@@ -33,10 +35,27 @@ export class ModelFeed implements Runnable {
 
   constructor(model: StorageEngine, caches: Caches) {
     this.model = model;
+    // The tenant only when it controls the Scope (its own generated one), never a bare tenantRef.
+    const controllingTenant = (s: Scope): string | null => {
+      const ref = s.spec.tenantRef?.name;
+      if (!ref) return null;
+      const t = caches.tenants.store.hasSynced()
+        ? (caches.tenants.store.get(`${s.metadata.namespace ?? ''}/${ref}`) as Tenant | undefined)
+        : undefined;
+      const owner = scopeTenant(s, t);
+      return owner.kind === 'controlled' ? owner.tenant : null;
+    };
     const scopeComputed = (s: Scope) => ({
       clusters: [...(s.status?.clusters ?? [])],
       paths: [...(s.status?.paths ?? [])],
+      tenant: controllingTenant(s),
     });
+    // A Tenant appearing, changing or going changes whether its Scope is its own.
+    const rescopeTenant = (namespace: string, name: string): void => {
+      if (!caches.scopes.store.hasSynced()) return;
+      const s = caches.scopes.store.get(`${namespace}/${tenantScopeName(name)}`) as Scope | undefined;
+      if (s) model.upsertScope(s, scopeComputed(s));
+    };
     this.projections = [
       {
         reflector: caches.permissions,
@@ -60,8 +79,14 @@ export class ModelFeed implements Runnable {
       },
       {
         reflector: caches.tenants,
-        upsert: (o: Tenant) => model.upsertTenant(o),
-        remove: (ns: string, n: string) => model.removeTenant(ns, n),
+        upsert: (o: Tenant) => {
+          model.upsertTenant(o);
+          rescopeTenant(o.metadata.namespace ?? '', o.metadata.name ?? '');
+        },
+        remove: (ns: string, n: string) => {
+          model.removeTenant(ns, n);
+          rescopeTenant(ns, n);
+        },
       },
     ] as unknown as Projection<KubeObject>[];
   }

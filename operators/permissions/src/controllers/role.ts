@@ -31,6 +31,7 @@ import { USER_ROLE, type UserRole } from '../api/user-role.ts';
 import { clusterId, clusterPaused, selectForScope } from '../domain/cluster-selection.ts';
 import { Reason } from '../domain/reasons.ts';
 import { roleMessage, roleReady } from '../domain/role-status.ts';
+import { scopeTenant } from '../domain/tenant.ts';
 import type { Plugin, PluginContext, Subject } from '../plugins/plugin.ts';
 import { type Deps, FIELD_MANAGER, getOf, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER } from './gvks.ts';
@@ -184,11 +185,23 @@ function contextFor(
     permission,
     scope,
     target: { cluster: target.cluster, client, level: scope.spec.level, namespaces: target.namespaces },
-    ...(scope.spec.tenantRef ? { tenant: scope.spec.tenantRef.name } : {}),
+    ...tenantOf(deps, scope),
     fieldManager: FIELD_MANAGER,
     argoCdNamespace: deps.argoCdNamespace,
     ...(previous ? { previous } : {}),
   };
+}
+
+/**
+ * The Scope's tenant, for the tenant plugin: only the Tenant that controls the Scope (a
+ * hand-written Scope naming someone else's tenant gets no tenant-get binding; the Scope
+ * says why in its status).
+ */
+function tenantOf(deps: Deps, scope: Scope): { tenant?: string } {
+  const ref = scope.spec.tenantRef?.name;
+  if (!ref) return {};
+  const owner = scopeTenant(scope, getOf(deps.caches.tenants, scope.metadata.namespace ?? '', ref));
+  return owner.kind === 'controlled' ? { tenant: owner.tenant } : {};
 }
 
 /**

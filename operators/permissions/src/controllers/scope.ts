@@ -20,12 +20,13 @@ import { FINALIZER } from '../api/common.ts';
 import { GROUP_ROLE, type GroupRole } from '../api/group-role.ts';
 import { PERMISSION } from '../api/permission.ts';
 import { type ObjectStatus, SCOPE, type Scope, type ScopeStatus } from '../api/scope.ts';
-import { TENANT } from '../api/tenant.ts';
+import { TENANT, type Tenant } from '../api/tenant.ts';
 import { USER_ROLE, type UserRole } from '../api/user-role.ts';
 import { clusterId, selectForScope } from '../domain/cluster-selection.ts';
-import { Reason } from '../domain/reasons.ts';
+import { Reason, withReason } from '../domain/reasons.ts';
 import { scopePaths, scopeRequeueMs } from '../domain/scope.ts';
 import { scopeAnnotationKey, scopeAnnotationPatch } from '../domain/scope-annotations.ts';
+import { scopeTenant } from '../domain/tenant.ts';
 import { type Deps, getOf, keyOf, listOf } from './deps.ts';
 import { CAPI_CLUSTER, NAMESPACE } from './gvks.ts';
 import { reconcileLifecycle } from './lifecycle.ts';
@@ -79,6 +80,12 @@ export function addScopeController(manager: Manager, deps: Deps): Controller<Sco
     });
 }
 
+/** The Tenant a Scope's tenantRef names, if it exists in the Scope's namespace. */
+function tenantOf(deps: Deps, scope: Scope): Tenant | undefined {
+  const ref = scope.spec.tenantRef?.name;
+  return ref ? getOf(deps.caches.tenants, scope.metadata.namespace ?? '', ref) : undefined;
+}
+
 /** The tenant names from the root down to this Scope (its tenant, or its own name). */
 function tenantChain(deps: Deps, scope: Scope): string[] {
   const ns = scope.metadata.namespace ?? '';
@@ -87,7 +94,9 @@ function tenantChain(deps: Deps, scope: Scope): string[] {
   const seen = new Set<string>();
   while (cur && chain.length < MAX_DEPTH && !seen.has(cur.metadata.name ?? '')) {
     seen.add(cur.metadata.name ?? '');
-    chain.unshift(cur.spec.tenantRef?.name ?? cur.metadata.name ?? '');
+    // A borrowed tenantRef names no tenant here either: the Scope goes by its own name.
+    const owner = scopeTenant(cur, tenantOf(deps, cur));
+    chain.unshift(owner.kind === 'controlled' ? owner.tenant : (cur.metadata.name ?? ''));
     const parent: string | undefined = cur.spec.parentScope?.name;
     cur = parent ? getOf(deps.caches.scopes, ns, parent) : undefined;
   }
@@ -115,6 +124,8 @@ async function apply(deps: Deps, client: Deps['client'], scope: Scope) {
     if (!o.exists) problems.push(`${o.cluster}/${o.namespace}: ${o.message ?? 'missing'}`);
   for (const id of selection.unknown) problems.push(`${Reason.ClusterNotFound}: no Cluster ${id}`);
   for (const id of selection.notReady) problems.push(`${id}: control plane not ready yet`);
+  const owner = scopeTenant(scope, tenantOf(deps, scope));
+  if (owner.kind === 'borrowed') problems.push(withReason(Reason.TenantNotController, owner.message));
 
   const paths = scopePaths(tenantChain(deps, scope), selection.selected, namespaces, level);
 
@@ -144,6 +155,14 @@ async function apply(deps: Deps, client: Deps['client'], scope: Scope) {
     observedGeneration: scope.metadata.generation,
   };
   const wrote = await applyStatus(client, SCOPE, scope, status);
+  if (wrote && owner.kind === 'borrowed') {
+    deps.recorder.event(scope, {
+      type: EventType.Warning,
+      reason: Reason.TenantNotController,
+      action: 'Reconcile',
+      note: owner.message,
+    });
+  }
   if (wrote && selection.unknown.length > 0) {
     deps.recorder.event(scope, {
       type: EventType.Warning,

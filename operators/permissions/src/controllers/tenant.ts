@@ -24,7 +24,14 @@ import { SCOPE } from '../api/scope.ts';
 import { TENANT, type Tenant, type TenantStatus } from '../api/tenant.ts';
 import { ownerLabels, tenantEditRoleName, tenantGetRoleName, tenantScopeName } from '../domain/names.ts';
 import { Reason } from '../domain/reasons.ts';
-import { tenantRoleBindings, tenantRoles, tenantScope, tenantWithinParent } from '../domain/tenant.ts';
+import {
+  narrowToParent,
+  type TenantTargets,
+  tenantRoleBindings,
+  tenantRoles,
+  tenantScope,
+  tenantWithinParent,
+} from '../domain/tenant.ts';
 import { type Deps, FIELD_MANAGER, getOf, listOf } from './deps.ts';
 import { ROLE, ROLE_BINDING } from './gvks.ts';
 import { reconcileLifecycle } from './lifecycle.ts';
@@ -40,10 +47,15 @@ export function addTenantController(manager: Manager, deps: Deps): Controller<Te
       .controller('tenant')
       .for<Tenant>(TENANT)
       .owns(SCOPE)
-      // A child's change (its creation, its deletion) concerns its parent's delete check.
+      // A child's change (its creation, its deletion) concerns its parent's delete check; a
+      // parent's change concerns its children, whose Scopes must stay within it.
       .watches(TENANT, (t: KubeObject) => {
+        const ns = t.metadata.namespace ?? '';
         const parent = (t as Tenant).spec.parent;
-        return parent ? [`${t.metadata.namespace}/${parent}`] : [];
+        const children = listOf(deps.caches.tenants)
+          .filter((c) => c.metadata.namespace === ns && c.spec.parent === t.metadata.name)
+          .map((c) => `${ns}/${c.metadata.name}`);
+        return [...(parent ? [`${ns}/${parent}`] : []), ...children];
       })
       .withConcurrency(2)
       .resyncEvery(deps.intervals.resyncMs)
@@ -90,19 +102,13 @@ async function apply(deps: Deps, client: KubeClient, tenant: Tenant) {
   const name = tenant.metadata.name ?? '';
   const now = new Date(deps.clock.now());
   let parentScope: string | undefined;
+  let targets: TenantTargets | undefined;
+  let outside: { reason: string; message: string } | undefined;
   if (tenant.spec.parent) {
     const parent = getOf(deps.caches.tenants, ns, tenant.spec.parent);
-    const within = parent ? tenantWithinParent(tenant, parent) : undefined;
-    if (!parent || (within && !within.ok)) {
-      const reason = parent
-        ? within && !within.ok
-          ? within.reason
-          : Reason.ParentTenantNotFound
-        : Reason.ParentTenantNotFound;
-      const message =
-        parent && within && !within.ok
-          ? within.message
-          : `parent Tenant "${tenant.spec.parent}" does not exist in namespace "${ns}"`;
+    if (!parent) {
+      const reason = Reason.ParentTenantNotFound;
+      const message = `parent Tenant "${tenant.spec.parent}" does not exist in namespace "${ns}"`;
       await applyStatus(client, TENANT, tenant, {
         ...tenant.status,
         conditions: conditionsWith(tenant, 'False', reason, message, now),
@@ -112,9 +118,20 @@ async function apply(deps: Deps, client: KubeClient, tenant: Tenant) {
       return { requeue: true };
     }
     parentScope = tenantScopeName(parent.metadata.name ?? '');
+    const within = tenantWithinParent(tenant, parent);
+    if (!within.ok) {
+      // A parent narrowed after its child was admitted (or admitted with the webhooks off):
+      // the child's Scope keeps only what lies within the parent, so its roles' grants
+      // outside go with their next pass (the Scope's change wakes them).
+      targets = narrowToParent(tenant, parent);
+      outside = {
+        reason: within.reason,
+        message: `${within.message}. Its Scope ${tenantScopeName(name)} is narrowed to what lies within the parent; grants outside it are removed`,
+      };
+    }
   }
   const owner = controllerReference(tenant);
-  const scope = tenantScope(tenant, parentScope);
+  const scope = tenantScope(tenant, parentScope, targets);
   await applyIfDiffers(
     client,
     { ...scope, metadata: { ...scope.metadata, ownerReferences: [owner] } } as KubeObject,
@@ -128,18 +145,23 @@ async function apply(deps: Deps, client: KubeClient, tenant: Tenant) {
     );
   }
   const status: TenantStatus = {
-    conditions: conditionsWith(
-      tenant,
-      'True',
-      'Created',
-      `Scope ${scope.metadata.name} and roles in place`,
-      now,
-    ),
+    conditions: outside
+      ? conditionsWith(tenant, 'False', outside.reason, outside.message, now)
+      : conditionsWith(tenant, 'True', 'Created', `Scope ${scope.metadata.name} and roles in place`, now),
     scopeRef: { name: scope.metadata.name ?? '' },
     roles: { get: tenantGetRoleName(name), edit: tenantEditRoleName(name) },
     observedGeneration: tenant.metadata.generation,
   };
-  await applyStatus(client, TENANT, tenant, status);
+  const wrote = await applyStatus(client, TENANT, tenant, status);
+  if (outside && wrote) {
+    deps.recorder.event(tenant, {
+      type: EventType.Warning,
+      reason: outside.reason,
+      action: 'Reconcile',
+      note: outside.message,
+    });
+  }
+  // No retry loop while outside: a change of the parent wakes its children (the watch above).
   return {};
 }
 

@@ -18,12 +18,42 @@ export const Reason = {
    * binds a role they do not hold.
    */
   BindForbidden: 'BindForbidden',
+  /**
+   * The user creating or changing a Permission may not make the operator write what it
+   * grants: its platform_rules hold rules the user does not hold on the management
+   * cluster, or it grants what only `escalate` admits (granted_cluster_rules, the Argo CD
+   * and Kubeflow plugins), and the user lacks verb `escalate` on the Permission — RBAC's
+   * own rule for writing a ClusterRole.
+   */
+  EscalateForbidden: 'EscalateForbidden',
+  /**
+   * A Permission's `aggregateTo` names a Permission the user may not `escalate`: its
+   * platform_rules would reach everyone holding that target.
+   */
+  AggregateForbidden: 'AggregateForbidden',
+  /**
+   * The user may not act inside the tenant the object belongs to (a role in a tenant's
+   * Scope, a Scope naming or descending from a tenant, a child Tenant, a Tenant's update or
+   * deletion): they need verb `manage` on that Tenant, which its `tenant-edit.<t>` Role gives
+   * its admins.
+   */
+  TenantForbidden: 'TenantForbidden',
   /** A Tenant with neither admins nor members: nobody could use or manage it, so it is refused. */
   TenantWithoutMembers: 'TenantWithoutMembers',
   /** A Tenant's spec.parent names a Tenant that does not exist in its namespace. */
   ParentTenantNotFound: 'ParentTenantNotFound',
-  /** A child Tenant names clusters, annotations or namespaces its parent does not cover. */
+  /**
+   * A child Tenant names clusters, annotations or namespaces its parent does not cover:
+   * refused at admission; when the parent narrows later, the child's Scope is narrowed to
+   * what lies within the parent and the child reports this reason until one of them changes.
+   */
   OutsideParentTenant: 'OutsideParentTenant',
+  /**
+   * A Scope's `spec.tenantRef` names a Tenant that does not control it (it is not the
+   * Scope that Tenant generated): no tenant-get binding for its subjects, and the bundle
+   * lists it under no tenant. Remove the tenantRef, or grant in the Tenant's own Scope.
+   */
+  TenantNotController: 'TenantNotController',
   /** A Tenant being deleted still has child Tenants: they go first, it waits. */
   ChildTenantsExist: 'ChildTenantsExist',
 

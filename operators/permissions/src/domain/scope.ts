@@ -1,13 +1,10 @@
 /**
- * A Scope's computed status: its paths in the tenant tree, whether each of its
- * namespaces exists in each target cluster, when to look again, and `ready`/`message`.
- * The controller gathers the facts (selected clusters, a namespace table per cluster);
- * everything decided from them is here.
+ * What a Scope's status is computed from that is pure: its paths in the tenant tree and
+ * when to look again. (The rows and message are assembled in controllers/scope.ts from
+ * what it found in each cluster.)
  */
 import type { Level } from '../api/common.ts';
 import { PLATFORM } from '../api/role-status.ts';
-import type { ObjectStatus, ScopeStatus } from '../api/scope.ts';
-import { Reason, withReason } from './reasons.ts';
 
 /**
  * One path per target: `/<tenant chain>/platform` at platform level,
@@ -40,50 +37,6 @@ export function scopePaths(
   return [...new Set(paths)].sort();
 }
 
-/** What the controller found in one client cluster about the Scope's namespaces. */
-export type ClusterNamespaces =
-  /** The cluster answered: these of the Scope's namespaces exist there. */
-  | { readonly kind: 'checked'; readonly existing: readonly string[] }
-  /** The cluster could not be asked (no kubeconfig, no answer before the deadline). */
-  | { readonly kind: 'unreachable'; readonly reason: string; readonly message: string };
-
-/**
- * One row per (cluster, namespace), sorted by cluster then namespace. A namespace that
- * is not there says so and when it is looked for again; an unreachable cluster marks
- * each of its rows as not existing with the reason, since nothing can be granted there
- * now either; a cluster missing from the table was not checked.
- */
-export function objectsStatus(
-  clusters: readonly string[],
-  namespaces: readonly string[],
-  table: ReadonlyMap<string, ClusterNamespaces>,
-): ObjectStatus[] {
-  const rows: ObjectStatus[] = [];
-  for (const cluster of [...new Set(clusters)].sort()) {
-    const found = table.get(cluster);
-    for (const namespace of [...new Set(namespaces)].sort()) {
-      if (found === undefined) {
-        rows.push({ cluster, namespace, exists: false, message: `not checked yet in cluster ${cluster}` });
-      } else if (found.kind === 'unreachable') {
-        rows.push({ cluster, namespace, exists: false, message: withReason(found.reason, found.message) });
-      } else if (found.existing.includes(namespace)) {
-        rows.push({ cluster, namespace, exists: true });
-      } else {
-        rows.push({
-          cluster,
-          namespace,
-          exists: false,
-          message: withReason(
-            Reason.NamespaceMissing,
-            `namespace ${namespace} does not exist in cluster ${cluster}; grants land there once it is created (rechecked periodically)`,
-          ),
-        });
-      }
-    }
-  }
-  return rows;
-}
-
 /** The recheck intervals a Scope uses (flags; §5: about 30 min and 5 min). */
 export interface ScopeIntervals {
   /** Cluster level: clusters come and go with Cluster events, so this is only a safety net. */
@@ -104,62 +57,4 @@ export function scopeRequeueMs(level: Level, intervals: ScopeIntervals): number 
     default:
       return level satisfies never;
   }
-}
-
-/** The clusters a Scope's targets resolve to now. */
-export interface ScopeSelection {
-  /** Ready clusters it selects (ids). */
-  readonly selected: readonly string[];
-  /** Ids it names that no Cluster API Cluster has. */
-  readonly unknown: readonly string[];
-  /** Clusters it selects whose control plane is not ready yet. */
-  readonly notReady: readonly string[];
-}
-
-/**
- * The whole status. Ready when every named cluster exists and every namespace exists in
- * every selected cluster; a cluster that is not ready yet is mentioned but does not make
- * the Scope unready (it joins once ready). Lists are sorted so a resync writes nothing.
- */
-export function scopeStatus(input: {
-  readonly level: Level;
-  readonly selection: ScopeSelection;
-  readonly objectsStatus: readonly ObjectStatus[];
-  readonly permissions: readonly string[];
-  readonly paths: readonly string[];
-  readonly observedGeneration?: number;
-}): ScopeStatus {
-  const { level, selection } = input;
-  const problems: string[] = [];
-  const unknown = [...new Set(selection.unknown)].sort();
-  const notReady = [...new Set(selection.notReady)].sort();
-  if (unknown.length > 0) {
-    problems.push(
-      withReason(
-        Reason.ClusterNotFound,
-        `no Cluster API Cluster ${unknown.join(', ')}; fix spec.clusters.ids (ids are <namespace>/<name>)`,
-      ),
-    );
-  }
-  for (const o of input.objectsStatus) {
-    if (!o.exists) problems.push(`${o.cluster}/${o.namespace}: ${o.message ?? 'does not exist'}`);
-  }
-  if (notReady.length > 0) {
-    problems.push(
-      withReason(
-        Reason.ClusterNotReady,
-        `${notReady.join(', ')}: control plane not ready yet; joins when it is`,
-      ),
-    );
-  }
-  const clusters = level === 'platform' ? [] : [...new Set(selection.selected)].sort();
-  return {
-    ready: unknown.length === 0 && input.objectsStatus.every((o) => o.exists),
-    clusters,
-    permissions: [...new Set(input.permissions)].sort(),
-    paths: [...input.paths],
-    objectsStatus: [...input.objectsStatus],
-    ...(problems.length > 0 ? { message: problems.join('; ') } : {}),
-    ...(input.observedGeneration !== undefined ? { observedGeneration: input.observedGeneration } : {}),
-  };
 }

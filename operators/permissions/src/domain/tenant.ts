@@ -18,6 +18,16 @@ export const TENANT_READABLE = ['scopes', 'userroles', 'grouproles', 'permission
 /** The kinds a tenant's admins may also write: who holds which Permission within the tenant. */
 export const TENANT_EDITABLE = ['userroles', 'grouproles'] as const;
 
+/**
+ * The verb on `tenants.permissions.shturval.tech` (resourceName: the Tenant) that lets a
+ * user act inside that tenant: write or delete roles in its Scope, name it in a Scope's
+ * tenantRef, hang a child Tenant or a Scope below it, change or delete it (the webhooks
+ * ask for it with a SubjectAccessReview). `tenant-edit.<t>` gives it to the tenant's
+ * admins for their tenant only; a platform admin with `*` on tenants holds it for all.
+ * Not a verb the apiserver serves: RBAC stores it and answers reviews for it.
+ */
+export const MANAGE_VERB = 'manage';
+
 const READ = ['get', 'list', 'watch'] as const;
 const WRITE = ['create', 'update', 'patch', 'delete'] as const;
 
@@ -35,18 +45,28 @@ function copyTargets(targets: ClusterTargets): ClusterTargets {
   };
 }
 
+/** Where a Tenant's Scope grants: its clusters and namespaces, or their part within its parent. */
+export interface TenantTargets {
+  readonly clusters?: ClusterTargets;
+  readonly namespaces: readonly string[];
+}
+
 /**
  * The Tenant's Scope: level `namespace` when the tenant names namespaces, else `cluster`
- * (its whole clusters); its clusters and namespaces copied; `tenantRef` back to the
- * Tenant; `parentScope` the parent tenant's Scope, when there is a parent.
+ * (its whole clusters); its clusters and namespaces copied (or `targets`, what of them
+ * lies within its parent: {@link narrowToParent}); `tenantRef` back to the Tenant;
+ * `parentScope` the parent tenant's Scope, when there is a parent.
  */
-export function tenantScope(tenant: Tenant, parentScopeName?: string): Scope {
+export function tenantScope(tenant: Tenant, parentScopeName?: string, targets?: TenantTargets): Scope {
   const { namespace, name } = identity(tenant);
-  const namespaces = tenant.spec.namespaces ?? [];
+  // The level follows the spec, never the narrowing: a Scope's level is immutable.
+  const level = (tenant.spec.namespaces ?? []).length > 0 ? 'namespace' : 'cluster';
+  const clusters = targets ? targets.clusters : tenant.spec.clusters;
+  const namespaces = targets ? targets.namespaces : (tenant.spec.namespaces ?? []);
   const spec: ScopeSpec = {
-    level: namespaces.length > 0 ? 'namespace' : 'cluster',
-    ...(tenant.spec.clusters !== undefined ? { clusters: copyTargets(tenant.spec.clusters) } : {}),
-    ...(namespaces.length > 0 ? { namespaces: [...namespaces] } : {}),
+    level,
+    ...(clusters !== undefined ? { clusters: copyTargets(clusters) } : {}),
+    ...(level === 'namespace' && namespaces.length > 0 ? { namespaces: [...namespaces] } : {}),
     tenantRef: { name },
     ...(parentScopeName !== undefined ? { parentScope: { name: parentScopeName } } : {}),
   };
@@ -69,7 +89,7 @@ function readRules(tenantName: string): PolicyRule[] {
 /**
  * `tenant-get.<t>`: read the tenant and the namespace's Scopes, UserRoles, GroupRoles
  * and Permissions. `tenant-edit.<t>`: the same, plus create/update/patch/delete of
- * UserRoles and GroupRoles. Both are namespaced Roles in the Tenant's namespace.
+ * UserRoles and GroupRoles, and {@link MANAGE_VERB} on this Tenant. Both are namespaced Roles in the Tenant's namespace.
  */
 export function tenantRoles(tenant: Tenant): [Role, Role] {
   const { namespace, name } = identity(tenant);
@@ -85,7 +105,13 @@ export function tenantRoles(tenant: Tenant): [Role, Role] {
       apiVersion: RBAC_API_VERSION,
       kind: 'Role',
       metadata: { name: tenantEditRoleName(name), namespace, labels },
-      rules: [...readRules(name), { apiGroups: [GROUP], resources: [...TENANT_EDITABLE], verbs: [...WRITE] }],
+      rules: [
+        ...readRules(name),
+        { apiGroups: [GROUP], resources: [...TENANT_EDITABLE], verbs: [...WRITE] },
+        // Writing roles is not enough: the webhooks also ask for `manage` on the tenant,
+        // so that these admins act in this tenant's Scope and no other's.
+        { apiGroups: [GROUP], resources: ['tenants'], resourceNames: [name], verbs: [MANAGE_VERB] },
+      ],
     },
   ];
 }
@@ -178,5 +204,99 @@ export function tenantWithinParent(child: Tenant, parent: Tenant): WithinParent 
     message:
       `Tenant "${child.metadata.name ?? ''}" reaches outside its parent Tenant "${parent.metadata.name ?? ''}": ` +
       `${problems.join('; ')}. Narrow the child, or widen the parent first`,
+  };
+}
+
+/**
+ * The annotation a Scope requires when nothing of its Tenant lies within the parent: no
+ * Cluster carries it (its value is the Tenant's uid), so the Scope selects no cluster and
+ * every grant in it is revoked, while the Scope and its roles stay (nothing of the user's
+ * is deleted; widening the parent, or narrowing the child, brings the grants back).
+ */
+export const OUTSIDE_PARENT_ANNOTATION = 'permissions.shturval.tech/outside-parent';
+
+/**
+ * What of a child Tenant lies within its parent: the intersection, as Scope targets.
+ * Parent cluster ids → the child's ids among them (all the parent's when the child names
+ * none); parent annotations → required too (the parent's value where both name a key);
+ * parent namespaces → the child's among them. When the intersection is empty (no common
+ * id, a key required with two values, no common namespace, or a whole-cluster child of a
+ * namespace-level parent, which a cluster-level Scope cannot narrow to namespaces) the
+ * targets select no cluster at all ({@link OUTSIDE_PARENT_ANNOTATION}). A child within its
+ * parent gets its own targets unchanged.
+ */
+export function narrowToParent(child: Tenant, parent: Tenant): TenantTargets {
+  const childIds = child.spec.clusters?.ids ?? [];
+  const parentIds = parent.spec.clusters?.ids ?? [];
+  const childAnnotations = child.spec.clusters?.annotations ?? {};
+  const parentAnnotations = parent.spec.clusters?.annotations ?? {};
+  const childNamespaces = child.spec.namespaces ?? [];
+  const parentNamespaces = parent.spec.namespaces ?? [];
+  let empty = false;
+
+  let ids: readonly string[] = childIds;
+  if (parentIds.length > 0) {
+    ids = childIds.length === 0 ? [...parentIds] : childIds.filter((id) => parentIds.includes(id));
+    if (ids.length === 0) empty = true;
+  }
+  const annotations: Record<string, string> = { ...childAnnotations };
+  for (const [k, v] of Object.entries(parentAnnotations)) {
+    if (Object.hasOwn(childAnnotations, k) && childAnnotations[k] !== v) empty = true;
+    annotations[k] = v;
+  }
+  let namespaces: readonly string[] = childNamespaces;
+  if (parentNamespaces.length > 0) {
+    if (childNamespaces.length === 0) empty = true;
+    else {
+      const within = childNamespaces.filter((n) => parentNamespaces.includes(n));
+      if (within.length === 0) empty = true;
+      else namespaces = within;
+    }
+  }
+  if (empty) annotations[OUTSIDE_PARENT_ANNOTATION] = child.metadata.uid ?? child.metadata.name ?? '';
+  const clusters: ClusterTargets = {
+    ...(ids.length > 0 ? { ids: [...ids] } : {}),
+    ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+  };
+  return {
+    ...(clusters.ids !== undefined || clusters.annotations !== undefined ? { clusters } : {}),
+    namespaces: [...namespaces],
+  };
+}
+
+/** Whether a Scope belongs to the Tenant its `tenantRef` names. */
+export type ScopeTenant =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'controlled'; readonly tenant: string }
+  | { readonly kind: 'borrowed'; readonly tenant: string; readonly message: string };
+
+/**
+ * A Scope is a Tenant's only when that Tenant generated it: its name is `tenant-<t>`
+ * and it has a controller owner reference to the Tenant `<t>` that exists now, with its
+ * uid (what the Tenant controller writes). A `tenantRef` alone is a claim anyone who may
+ * write a Scope can make: honoured, it would bind the Scope's subjects to someone else's
+ * `tenant-get` Role and list the Scope under that tenant in the bundle. `tenant` is the
+ * Tenant of the namespace named by the `tenantRef`, if it exists.
+ */
+export function scopeTenant(scope: Scope, tenant: Tenant | undefined): ScopeTenant {
+  const ref = scope.spec.tenantRef?.name;
+  if (!ref) return { kind: 'none' };
+  const uid = tenant?.metadata.name === ref ? tenant.metadata.uid : undefined;
+  const controlled =
+    uid !== undefined &&
+    scope.metadata.name === tenantScopeName(ref) &&
+    (scope.metadata.ownerReferences ?? []).some(
+      (o) =>
+        o.controller === true &&
+        o.kind === 'Tenant' &&
+        o.apiVersion.split('/')[0] === GROUP &&
+        o.name === ref &&
+        o.uid === uid,
+    );
+  if (controlled) return { kind: 'controlled', tenant: ref };
+  return {
+    kind: 'borrowed',
+    tenant: ref,
+    message: `spec.tenantRef names Tenant "${ref}", which does not control this Scope (only the Scope ${tenantScopeName(ref)} its Tenant generates belongs to it): no tenant-get binding, and the bundle lists it under no tenant`,
   };
 }

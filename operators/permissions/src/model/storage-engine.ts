@@ -45,7 +45,7 @@ export interface ScopeEntry {
   /** Client cluster ids the Scope selects (from its status); empty at level platform. */
   readonly clusters: readonly string[];
   readonly namespaces: readonly string[];
-  /** `<ns>/<tenant>` of the Tenant that generated it, or null. */
+  /** `<ns>/<tenant>` of the Tenant that generated it and controls it, or null. */
   readonly tenant: string | null;
   readonly paths: readonly string[];
 }
@@ -196,17 +196,26 @@ export class StorageEngine {
     this.drop(this.permissions, key(namespace, name));
   }
 
-  /** `computed`: the clusters and paths the Scope reconcile found (its status). */
+  /**
+   * `computed`: the clusters and paths the Scope reconcile found (its status), and the
+   * Tenant that controls the Scope (domain/tenant.ts scopeTenant), if one does. Not the
+   * `tenantRef`: anyone who may write a Scope can name any tenant there, and the bundle
+   * must not list a hand-written Scope as someone else's tenant's.
+   */
   upsertScope(
     scope: Scope,
-    computed: { readonly clusters: readonly string[]; readonly paths: readonly string[] },
+    computed: {
+      readonly clusters: readonly string[];
+      readonly paths: readonly string[];
+      readonly tenant?: string | null;
+    },
   ): void {
     const namespace = ns(scope);
     const entry: ScopeEntry = {
       level: scope.spec.level,
       clusters: sortedSet(computed.clusters),
       namespaces: sortedSet(scope.spec.namespaces),
-      tenant: scope.spec.tenantRef ? key(namespace, scope.spec.tenantRef.name) : null,
+      tenant: computed.tenant ? key(namespace, computed.tenant) : null,
       paths: sortedSet(computed.paths),
     };
     this.put(this.scopes, key(namespace, nm(scope)), entry, entryText(entry));

@@ -16,6 +16,8 @@ export interface AllPluginsOptions {
   readonly management: KubeClient;
   /** Tries after a 409 Conflict on argocd-rbac-cm or an AppProject; default 5. */
   readonly argoCdConflictRetries?: number;
+  /** The identities the Kubeflow plugin accepts the user header from; default Kubeflow's ingress gateway. */
+  readonly kubeflowGatewayPrincipals?: readonly string[];
 }
 
 export function allPlugins(opts: AllPluginsOptions): Plugin[] {
@@ -23,12 +25,14 @@ export function allPlugins(opts: AllPluginsOptions): Plugin[] {
     new RbacPlugin(),
     new TenantPlugin({ management: opts.management }),
     new ArgoCdPlugin({ conflictRetries: opts.argoCdConflictRetries }),
-    new KubeflowPlugin(),
+    new KubeflowPlugin(
+      opts.kubeflowGatewayPrincipals ? { gatewayPrincipals: opts.kubeflowGatewayPrincipals } : {},
+    ),
   ];
 }
 
 export { ArgoCdPlugin, type ArgoCdPluginOptions } from './argocd.ts';
-export { KubeflowPlugin } from './kubeflow.ts';
+export { KubeflowPlugin, type KubeflowPluginOptions } from './kubeflow.ts';
 export type { GrantTarget, Plugin, PluginContext, PluginName, RoleOwner, Subject } from './plugin.ts';
 export { RbacPlugin } from './rbac.ts';
 export { TenantPlugin, type TenantPluginOptions } from './tenant.ts';

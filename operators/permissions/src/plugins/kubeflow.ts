@@ -18,13 +18,32 @@
  */
 import type { PluginObject } from '../api/role-status.ts';
 import { PLATFORM } from '../api/role-status.ts';
-import { AUTHORIZATION_POLICY, desiredKubeflowObjects } from '../domain/plugins/kubeflow-objects.ts';
+import {
+  AUTHORIZATION_POLICY,
+  DEFAULT_GATEWAY_PRINCIPAL,
+  desiredKubeflowObjects,
+} from '../domain/plugins/kubeflow-objects.ts';
 import { ROLE_BINDING } from '../domain/plugins/rbac-bindings.ts';
 import { grantOf, type Plugin, type PluginContext } from './plugin.ts';
 import { failureMessage, outcome, removeSet, type SetResult, serves, syncSet } from './writes.ts';
 
+export interface KubeflowPluginOptions {
+  /**
+   * The identities the user header is accepted from (the ingress gateway's service
+   * account, as an Istio principal); default Kubeflow's own, {@link DEFAULT_GATEWAY_PRINCIPAL}.
+   */
+  readonly gatewayPrincipals?: readonly string[];
+}
+
 export class KubeflowPlugin implements Plugin {
   readonly name = 'kubeflow' as const;
+  private readonly principals: readonly string[];
+
+  constructor(opts: KubeflowPluginOptions = {}) {
+    const given = opts.gatewayPrincipals?.filter((p) => p !== '') ?? [];
+    // Never an empty list: Istio reads a `principals` clause with no values as absent, i.e. anyone.
+    this.principals = given.length > 0 ? [...given] : [DEFAULT_GATEWAY_PRINCIPAL];
+  }
 
   applies(ctx: PluginContext): boolean {
     return (
@@ -39,7 +58,12 @@ export class KubeflowPlugin implements Plugin {
     if (!role) return this.delete(ctx);
     const grant = grantOf(ctx);
     const { client, cluster } = ctx.target;
-    const { bindings, policies } = desiredKubeflowObjects(grant, role, ctx.target.namespaces);
+    const { bindings, policies } = desiredKubeflowObjects(
+      grant,
+      role,
+      ctx.target.namespaces,
+      this.principals,
+    );
     const opts = { plugin: this.name };
     const results: SetResult[] = [
       await syncSet(client, ROLE_BINDING, grant, bindings, ctx.fieldManager, opts),

@@ -2,21 +2,20 @@
  * Whether the user behind an admission request may grant what they ask for, asked of the
  * apiserver itself with a SubjectAccessReview (never decided from our own reading of
  * RBAC): verb `bind` or `escalate` on the granted object, as Kubernetes asks of whoever
- * writes a RoleBinding to a role they do not hold.
+ * writes a RoleBinding to a role they do not hold; and verb `manage` on a Tenant, which
+ * lets a user act inside it.
  */
-import type { AdmissionUserInfo, KubeClient } from '@operators/kit';
+import type { AdmissionUserInfo } from '@operators/kit';
 import { GROUP } from '../api/common.ts';
-import { SUBJECT_ACCESS_REVIEW } from '../controllers/gvks.ts';
-
-interface SarStatus {
-  readonly status?: { readonly allowed?: boolean };
-}
+import { ESCALATE_VERB } from '../domain/permission-admission.ts';
+import { MANAGE_VERB } from '../domain/tenant.ts';
+import type { AccessReviewer } from './access.ts';
 
 /** The verbs that let a user grant an object to others; either is enough. */
 export const GRANT_VERBS = ['bind', 'escalate'] as const;
 
 export async function mayGrant(
-  client: KubeClient,
+  access: AccessReviewer,
   user: AdmissionUserInfo,
   resource: 'permissions' | 'tenants',
   name: string,
@@ -24,21 +23,45 @@ export async function mayGrant(
   signal?: AbortSignal,
 ): Promise<boolean> {
   for (const verb of GRANT_VERBS) {
-    const review = await client.create(
-      {
-        ...SUBJECT_ACCESS_REVIEW,
-        metadata: {},
-        spec: {
-          user: user.username,
-          uid: user.uid,
-          groups: user.groups,
-          extra: user.extra,
-          resourceAttributes: { group: GROUP, resource, verb, name, namespace },
-        },
-      },
-      signal ? { signal } : {},
-    );
-    if ((review as SarStatus).status?.allowed === true) return true;
+    if (
+      await access.allowed(
+        user,
+        { resourceAttributes: { group: GROUP, resource, verb, name, namespace } },
+        signal,
+      )
+    ) {
+      return true;
+    }
   }
   return false;
+}
+
+/** `escalate` on the Permission `name` of `namespace`. */
+export function mayEscalate(
+  access: AccessReviewer,
+  user: AdmissionUserInfo,
+  name: string,
+  namespace: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  return access.allowed(
+    user,
+    { resourceAttributes: { group: GROUP, resource: 'permissions', verb: ESCALATE_VERB, name, namespace } },
+    signal,
+  );
+}
+
+/** `manage` on the Tenant `name` of `namespace`. */
+export function mayManage(
+  access: AccessReviewer,
+  user: AdmissionUserInfo,
+  name: string,
+  namespace: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  return access.allowed(
+    user,
+    { resourceAttributes: { group: GROUP, resource: 'tenants', verb: MANAGE_VERB, name, namespace } },
+    signal,
+  );
 }

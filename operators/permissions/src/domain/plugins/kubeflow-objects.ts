@@ -8,7 +8,10 @@
  *   subject the User, annotated `user: <email>` and `role: <role>` (what KFAM reads);
  * - an Istio `security.istio.io/v1` AuthorizationPolicy of the same name and annotations,
  *   allowing requests whose `kubeflow-userid` header (set by Kubeflow's auth proxy) is
- *   the email.
+ *   the email AND that come from the ingress gateway's identity (`from.source.principals`),
+ *   in ONE rule. Istio ORs rules and ANDs a rule's `from`, `to` and `when`: the header
+ *   alone would let any workload that reaches the service claim to be any user, which is
+ *   why Kubeflow's own profile controller pins the header to the gateway in the same rule.
  *
  * Safe email (the convention followed, KFAM's): lowercase, then every character that is
  * not `a-z`, `0-9` or `-` becomes `-`; `alice.smith@example.com` gives
@@ -32,13 +35,23 @@ export const AUTHORIZATION_POLICY = {
 } as const;
 /** The header Kubeflow's auth proxy sets to the signed-in user's email. */
 export const USERID_HEADER = 'kubeflow-userid';
+/**
+ * Kubeflow's own default for the identity the user header is accepted from (its profile
+ * controller's `ISTIO_INGRESS_GATEWAY_PRINCIPAL`): the Istio ingress gateway's service
+ * account in `istio-system`.
+ */
+export const DEFAULT_GATEWAY_PRINCIPAL =
+  'cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account';
+
+export interface AuthorizationPolicyRule {
+  readonly from: readonly { readonly source: { readonly principals: readonly string[] } }[];
+  readonly when: readonly { readonly key: string; readonly values: readonly string[] }[];
+}
 
 export type AuthorizationPolicy = KubeObject & {
   readonly spec: {
     readonly action: 'ALLOW';
-    readonly rules: readonly {
-      readonly when: readonly { readonly key: string; readonly values: readonly string[] }[];
-    }[];
+    readonly rules: readonly AuthorizationPolicyRule[];
   };
 };
 
@@ -61,12 +74,16 @@ export function kubeflowUsers(grant: Grant): string[] {
   return [...new Set(users)].sort();
 }
 
-/** The RoleBinding and the AuthorizationPolicy of one user in one namespace. */
+/**
+ * The RoleBinding and the AuthorizationPolicy of one user in one namespace; the policy
+ * accepts the user header only from `principals` (the ingress gateway's identity).
+ */
 export function kubeflowObjects(
   grant: Grant,
   role: KubeflowRole,
   email: string,
   namespace: string,
+  principals: readonly string[] = [DEFAULT_GATEWAY_PRINCIPAL],
 ): [Binding, AuthorizationPolicy] {
   const metadata = {
     name: kubeflowObjectName(email, role),
@@ -86,7 +103,13 @@ export function kubeflowObjects(
       metadata,
       spec: {
         action: 'ALLOW',
-        rules: [{ when: [{ key: `request.headers[${USERID_HEADER}]`, values: [email] }] }],
+        // One rule: the principal and the header are ANDed (two rules would be ORed).
+        rules: [
+          {
+            from: [{ source: { principals: [...principals] } }],
+            when: [{ key: `request.headers[${USERID_HEADER}]`, values: [email] }],
+          },
+        ],
       },
     },
   ];
@@ -97,12 +120,13 @@ export function desiredKubeflowObjects(
   grant: Grant,
   role: KubeflowRole,
   namespaces: readonly string[],
+  principals: readonly string[] = [DEFAULT_GATEWAY_PRINCIPAL],
 ): { bindings: Binding[]; policies: AuthorizationPolicy[] } {
   const bindings: Binding[] = [];
   const policies: AuthorizationPolicy[] = [];
   for (const namespace of [...new Set(namespaces)].sort()) {
     for (const email of kubeflowUsers(grant)) {
-      const [b, p] = kubeflowObjects(grant, role, email, namespace);
+      const [b, p] = kubeflowObjects(grant, role, email, namespace, principals);
       bindings.push(b);
       policies.push(p);
     }
