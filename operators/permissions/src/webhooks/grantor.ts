@@ -36,6 +36,23 @@ export async function mayGrant(
   return false;
 }
 
+/** One verb on one object of ours, asked of the apiserver for the request's user. */
+function mayDo(
+  access: AccessReviewer,
+  user: AdmissionUserInfo,
+  resource: 'permissions' | 'tenants',
+  verb: string,
+  name: string,
+  namespace: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  return access.allowed(
+    user,
+    { resourceAttributes: { group: GROUP, resource, verb, name, namespace } },
+    signal,
+  );
+}
+
 /** `escalate` on the Permission `name` of `namespace`. */
 export function mayEscalate(
   access: AccessReviewer,
@@ -44,11 +61,7 @@ export function mayEscalate(
   namespace: string,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  return access.allowed(
-    user,
-    { resourceAttributes: { group: GROUP, resource: 'permissions', verb: ESCALATE_VERB, name, namespace } },
-    signal,
-  );
+  return mayDo(access, user, 'permissions', ESCALATE_VERB, name, namespace, signal);
 }
 
 /** `manage` on the Tenant `name` of `namespace`. */
@@ -59,9 +72,5 @@ export function mayManage(
   namespace: string,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  return access.allowed(
-    user,
-    { resourceAttributes: { group: GROUP, resource: 'tenants', verb: MANAGE_VERB, name, namespace } },
-    signal,
-  );
+  return mayDo(access, user, 'tenants', MANAGE_VERB, name, namespace, signal);
 }
