@@ -100,7 +100,9 @@ describe('attaching an existing target by hand', () => {
           20_000,
         );
       }
-      assert.ok((await eventReasons(env.admin, mail, 'alice')).includes('Detaching'));
+      await eventually('Event Detaching on the target', async () =>
+        (await eventReasons(env.admin, mail, 'alice')).includes('Detaching') ? true : undefined,
+      );
       if (then === 'Keep') assert.equal(stateOf(await account(env, mail, 'alice')), 'Detached');
     });
   }

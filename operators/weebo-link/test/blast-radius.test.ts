@@ -281,7 +281,9 @@ describe("weebo-link's blast radius on a real apiserver", () => {
     assert.deepEqual(link.manager.readiness(), { ready: true, detail: [] });
 
     // Events where it reports: the rules ConfigMap in its namespace, a departure on the target.
-    assert.ok((await eventReasons(env.admin, system, 'weebo-link-rules')).includes('RuleLoaded'));
+    await eventually('RuleLoaded reported on the rules ConfigMap', async () =>
+      (await eventReasons(env.admin, system, 'weebo-link-rules')).includes('RuleLoaded') ? true : undefined,
+    );
     await env.admin.delete(AUTHENTIK_USER, 'alice', auth);
     await eventually('Detaching reported on the target', async () =>
       (await eventReasons(env.admin, mail, 'alice')).includes('Detaching') ? true : undefined,

@@ -89,10 +89,11 @@ describe('the rollout test (RFC 0002, Exploitation, step 3)', () => {
       alice.metadata.uid,
       'the trace of the source stays',
     );
-    assert.deepEqual(
-      (await eventReasons(env.admin, mail, 'alice')).filter((r) => r !== 'Linked'),
-      ['Detaching', 'Detached'],
-    );
+    // The Events are recorded after the state they report is written, so they are awaited.
+    await eventually('the Detaching and Detached Events, in order', async () => {
+      const reasons = (await eventReasons(env.admin, mail, 'alice')).filter((r) => r !== 'Linked');
+      return reasons.includes('Detached') ? reasons : undefined;
+    }).then((reasons) => assert.deepEqual(reasons, ['Detaching', 'Detached']));
 
     // The user comes back: reattached automatically (RFC 0002, open question Q4), new source-uid, Active.
     const back = await env.admin.create(authentikUser('alice', auth));
