@@ -13,6 +13,10 @@
  * - Bounded ({@link ACCESS_CACHE_MAX_ENTRIES}, oldest out first), and concurrent
  *   identical questions share one review in flight.
  * - Hits and misses are counted in `permissions_webhook_access_review_cache_total`.
+ * - A question about one named object can be asked about its whole kind first
+ *   ({@link AccessReviewer.allowedForObject}): that answer covers every name, so a user
+ *   who may bind every Permission of a namespace costs one review there, not one per
+ *   Permission (the misses that made the webhooks' slowest answers under a bulk apply).
  */
 import { type AdmissionUserInfo, type KubeClient, type ManagerOptions, sharedCounter } from '@operators/kit';
 import type { AccessQuestion } from '../domain/permission-admission.ts';
@@ -73,7 +77,40 @@ export class AccessReviewer {
 
   /** Whether the apiserver lets `user` do what `question` asks. */
   allowed(user: AdmissionUserInfo, question: AccessQuestion, signal?: AbortSignal): Promise<boolean> {
-    const key = cacheKey(user, question);
+    return this.ask(user, question, false, signal);
+  }
+
+  /**
+   * Whether `user` may do `question` to the object it names: asked first without the
+   * name, then, only if that is refused, with it. An authorizer that allows a verb on a
+   * resource with no name allows it on every name (RBAC: a rule without `resourceNames`
+   * matches any name, and only such a rule matches a nameless request), so the first
+   * answer, when yes, is the answer. The nameless question keeps its refusals too, for
+   * the same TTL: a stale refusal only sends the user on to the named question, asked
+   * afresh, so a right granted a moment ago still takes effect at once; a stale approval
+   * is the same bounded window as any cached approval.
+   */
+  async allowedForObject(
+    user: AdmissionUserInfo,
+    question: AccessQuestion,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    if (!('resourceAttributes' in question) || question.resourceAttributes.name === undefined) {
+      return this.ask(user, question, false, signal);
+    }
+    const { name: _name, ...kind } = question.resourceAttributes;
+    if (await this.ask(user, { resourceAttributes: kind }, true, signal)) return true;
+    return this.ask(user, question, false, signal);
+  }
+
+  private ask(
+    user: AdmissionUserInfo,
+    question: AccessQuestion,
+    keepRefusal: boolean,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    // Apart from the plain question's entries, so that a kept refusal never answers `allowed`.
+    const key = `${keepRefusal ? 'kind' : 'exact'} ${cacheKey(user, question)}`;
     const now = this.now();
     const hit = this.entries.get(key);
     if (hit && now - hit.at < this.ttlMs) {
@@ -91,10 +128,11 @@ export class AccessReviewer {
       if (oldest === undefined) break;
       this.entries.delete(oldest);
     }
-    // Keep only "allowed": drop a refusal or a failure as soon as it is known.
+    // Keep only "allowed" (and a nameless question's refusal, see allowedForObject): drop a
+    // refusal or a failure as soon as it is known.
     answer.then(
       (ok) => {
-        if (!ok && this.entries.get(key)?.answer === answer) this.entries.delete(key);
+        if (!ok && !keepRefusal && this.entries.get(key)?.answer === answer) this.entries.delete(key);
       },
       () => {
         if (this.entries.get(key)?.answer === answer) this.entries.delete(key);

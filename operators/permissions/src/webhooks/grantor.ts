@@ -24,7 +24,7 @@ export async function mayGrant(
 ): Promise<boolean> {
   for (const verb of GRANT_VERBS) {
     if (
-      await access.allowed(
+      await access.allowedForObject(
         user,
         { resourceAttributes: { group: GROUP, resource, verb, name, namespace } },
         signal,
@@ -46,7 +46,7 @@ function mayDo(
   namespace: string,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  return access.allowed(
+  return access.allowedForObject(
     user,
     { resourceAttributes: { group: GROUP, resource, verb, name, namespace } },
     signal,

@@ -223,7 +223,8 @@ export class Harness {
       await until(
         'the garbage collector to handle a foreground delete of a Scope',
         async () => ((await this.get('Scope', ns, 'gc-probe')) ? undefined : true),
-        45_000,
+        // The event, not a clock: 30 s of discovery period plus a loaded machine's sync.
+        120_000,
       );
       await this.admin.delete(NAMESPACE, ns).catch(() => undefined);
     })();
