@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Scope } from '../src/api/scope.ts';
 import type { Tenant, TenantSpec } from '../src/api/tenant.ts';
-import { narrowToParent, scopeTenant, tenantScope } from '../src/domain/tenant.ts';
+import { narrowToParent, scopeTenant, tenantScope, tenantScopeSlot } from '../src/domain/tenant.ts';
 
 const NONE = 'permissions.shturval.tech/outside-parent';
 
@@ -188,6 +188,49 @@ describe('scopeTenant', () => {
         got.kind === 'borrowed' ? got.message : '',
         /names Tenant "victim", which does not control this Scope/,
         what,
+      );
+    }
+  });
+});
+
+describe('tenantScopeSlot: a Tenant writes only a Scope of its own', () => {
+  const t = tenant('c', { namespaces: ['x'], admins: ['p'] });
+  const scopeWith = (ownerReferences?: NonNullable<Scope['metadata']['ownerReferences']>): Scope => ({
+    apiVersion: 'permissions.shturval.tech/v1beta1',
+    kind: 'Scope',
+    metadata: { name: 'tenant-c', namespace: 'acme', ...(ownerReferences ? { ownerReferences } : {}) },
+    spec: { level: 'namespace', namespaces: ['x'] },
+  });
+  const ref = (
+    over: Partial<{ apiVersion: string; kind: string; name: string; uid: string; controller: boolean }>,
+  ) => ({
+    apiVersion: 'permissions.shturval.tech/v1beta1',
+    kind: 'Tenant',
+    name: 'c',
+    uid: 'uid-c',
+    controller: true,
+    ...over,
+  });
+
+  it('is free when no Scope has the name, and its own under its controller reference with its uid', () => {
+    assert.equal(tenantScopeSlot(undefined, t).kind, 'free');
+    assert.equal(tenantScopeSlot(scopeWith([ref({})]), t).kind, 'own');
+  });
+
+  it('is taken by a Scope without that exact controller reference: never adopted', () => {
+    for (const refs of [
+      undefined,
+      [ref({ uid: 'uid-of-a-deleted-c' })],
+      [ref({ controller: false })],
+      [ref({ name: 'd' })],
+      [ref({ kind: 'Scope' })],
+      [ref({ apiVersion: 'evil.example.com/v1' })],
+    ]) {
+      const slot = tenantScopeSlot(scopeWith(refs), t);
+      assert.equal(slot.kind, 'taken', JSON.stringify(refs));
+      assert.match(
+        slot.kind === 'taken' ? slot.message : '',
+        /Scope tenant-c exists and is not this Tenant's/,
       );
     }
   });

@@ -341,7 +341,7 @@ test("path 3: tenant A's admin cannot delete tenant B's UserRole (refused, namin
   await answers(client, ben, createPods(teamB), false);
 });
 
-test("path 6: a Scope cannot borrow a tenant's name: tenantRef or parentScope naming tenant B is refused (naming manage on Tenant b), and the writer gains no read of B; B's admin hangs a Scope below B's", async (t) => {
+test("path 6: a Scope cannot borrow a tenant's name: tenantRef or parentScope naming tenant B is refused (naming manage on Tenant b), and the writer gains no read of B; a Scope squatting tenant-c's name is never adopted by Tenant c (TenantScopeNameTaken until it goes); B's admin hangs a Scope below B's", async (t) => {
   const ns = await h.namespace(t, 'sec-borrow');
   const prod = await h.cluster({ namespace: ns, name: 'prod' });
   const teamB = h.unique('team-b');
@@ -401,6 +401,33 @@ test("path 6: a Scope cannot borrow a tenant's name: tenantRef or parentScope na
   // A Scope of no tenant keeps today's rules.
   const plain = await as.create(ours('Scope', ns, 'mallorys', borrowed));
   assert.equal(plain.metadata.name, 'mallorys');
+
+  // Nor by taking a tenant's Scope name before the Tenant exists: the Tenant never adopts it.
+  const teamC = h.unique('team-c');
+  await h.clientNamespace(teamC);
+  const squat = { level: 'namespace', clusters: { ids: [prod.id, 'x/y'] }, namespaces: [teamC, teamB] };
+  await as.create(ours('Scope', ns, 'tenant-c', squat));
+  await h.create('Tenant', ns, 'c', { clusters: { ids: [prod.id] }, namespaces: [teamC], admins: [ben] });
+  const tenantCreated = (o: { status?: Record<string, unknown> }) =>
+    (o.status?.conditions as { type: string; status: string; reason: string }[] | undefined)?.find(
+      (c) => c.type === 'TenantCreated',
+    );
+  await h.waitFor('Tenant', ns, 'c', 'TenantCreated False, TenantScopeNameTaken', (o) => {
+    const c = tenantCreated(o);
+    return c?.status === 'False' && c.reason === 'TenantScopeNameTaken';
+  });
+  const squatted = await h.get('Scope', ns, 'tenant-c');
+  assert.equal(squatted?.metadata.ownerReferences, undefined, 'not adopted');
+  assert.deepEqual(squatted?.spec, squat, "mallory's Scope is left as she wrote it");
+  // Once the squatter's Scope is gone, the Tenant creates its own.
+  await h.remove('Scope', ns, 'tenant-c');
+  const own = await h.waitFor('Scope', ns, 'tenant-c', 'controlled by Tenant c', (o) =>
+    (o.metadata.ownerReferences ?? []).some(
+      (r) => r.kind === 'Tenant' && r.name === 'c' && r.controller === true,
+    ),
+  );
+  assert.deepEqual((own.spec as { namespaces?: string[] }).namespaces, [teamC]);
+  await h.waitFor('Tenant', ns, 'c', 'TenantCreated True', (o) => tenantCreated(o)?.status === 'True');
 
   // B's admin (manage on b, through tenant-edit.b) may hang a Scope below B's.
   await answers(h.admin, ben, on(ns, 'tenants', 'manage', 'b'), true);

@@ -20,7 +20,7 @@ import {
   withConditions,
 } from '@operators/kit';
 import { FINALIZER } from '../api/common.ts';
-import { SCOPE } from '../api/scope.ts';
+import { SCOPE, type Scope } from '../api/scope.ts';
 import { TENANT, type Tenant, type TenantStatus } from '../api/tenant.ts';
 import { ownerLabels, tenantEditRoleName, tenantGetRoleName, tenantScopeName } from '../domain/names.ts';
 import { Reason } from '../domain/reasons.ts';
@@ -30,6 +30,7 @@ import {
   tenantRoleBindings,
   tenantRoles,
   tenantScope,
+  tenantScopeSlot,
   tenantWithinParent,
 } from '../domain/tenant.ts';
 import { type Deps, FIELD_MANAGER, getOf, listOf } from './deps.ts';
@@ -46,7 +47,17 @@ export function addTenantController(manager: Manager, deps: Deps): Controller<Te
     manager
       .controller('tenant')
       .for<Tenant>(TENANT)
-      .owns(SCOPE)
+      // Its own Scope, and a Scope of the name it waits for (TenantScopeNameTaken): that one's
+      // deletion frees the name, and carries no owner reference to lead back here.
+      .watches(SCOPE, (scope: KubeObject) =>
+        listOf(deps.caches.tenants)
+          .filter(
+            (t) =>
+              t.metadata.namespace === scope.metadata.namespace &&
+              tenantScopeName(t.metadata.name ?? '') === scope.metadata.name,
+          )
+          .map((t) => `${t.metadata.namespace}/${t.metadata.name}`),
+      )
       // A child's change (its creation, its deletion) concerns its parent's delete check; a
       // parent's change concerns its children, whose Scopes must stay within it.
       .watches(TENANT, (t: KubeObject) => {
@@ -132,11 +143,37 @@ async function apply(deps: Deps, client: KubeClient, tenant: Tenant) {
   }
   const owner = controllerReference(tenant);
   const scope = tenantScope(tenant, parentScope, targets);
-  await applyIfDiffers(
-    client,
-    { ...scope, metadata: { ...scope.metadata, ownerReferences: [owner] } } as KubeObject,
-    FIELD_MANAGER,
+  const ownedScope = { ...scope, metadata: { ...scope.metadata, ownerReferences: [owner] } } as KubeObject;
+  // Read live, not from the cache: a Scope created a moment before the Tenant must be seen.
+  const slot = tenantScopeSlot(
+    (await client.find(SCOPE, scope.metadata.name ?? '', ns)) as Scope | undefined,
+    tenant,
   );
+  if (slot.kind === 'taken') {
+    const reason = Reason.TenantScopeNameTaken;
+    const wrote = await applyStatus(client, TENANT, tenant, {
+      ...tenant.status,
+      conditions: conditionsWith(tenant, 'False', reason, slot.message, now),
+      observedGeneration: tenant.metadata.generation,
+    } satisfies TenantStatus);
+    if (wrote) {
+      deps.recorder.event(tenant, {
+        type: EventType.Warning,
+        reason,
+        action: 'Reconcile',
+        note: slot.message,
+      });
+    }
+    // The Scope's deletion or rename wakes nothing here: retry through the rate limiter.
+    return { requeue: true };
+  }
+  if (slot.kind === 'free') {
+    // Created, not applied: if a Scope of that name appeared since the read, the create fails
+    // (AlreadyExists) instead of adopting it, and the next pass reads it as taken.
+    await client.create(ownedScope, { fieldManager: FIELD_MANAGER });
+  } else {
+    await applyIfDiffers(client, ownedScope, FIELD_MANAGER);
+  }
   for (const obj of [...tenantRoles(tenant), ...tenantRoleBindings(tenant)]) {
     await applyIfDiffers(
       client,

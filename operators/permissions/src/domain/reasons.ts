@@ -54,6 +54,13 @@ export const Reason = {
    * lists it under no tenant. Remove the tenantRef, or grant in the Tenant's own Scope.
    */
   TenantNotController: 'TenantNotController',
+  /**
+   * A Scope named `tenant-<t>` exists and the Tenant `<t>` does not control it (someone
+   * created it before the Tenant, or took the name): the Tenant never adopts it, since its
+   * spec could hold fields the Tenant's own Scope would not set. The Tenant waits, False,
+   * until that Scope is renamed or deleted.
+   */
+  TenantScopeNameTaken: 'TenantScopeNameTaken',
   /** A Tenant being deleted still has child Tenants: they go first, it waits. */
   ChildTenantsExist: 'ChildTenantsExist',
 

@@ -283,20 +283,45 @@ export function scopeTenant(scope: Scope, tenant: Tenant | undefined): ScopeTena
   if (!ref) return { kind: 'none' };
   const uid = tenant?.metadata.name === ref ? tenant.metadata.uid : undefined;
   const controlled =
-    uid !== undefined &&
-    scope.metadata.name === tenantScopeName(ref) &&
-    (scope.metadata.ownerReferences ?? []).some(
-      (o) =>
-        o.controller === true &&
-        o.kind === 'Tenant' &&
-        o.apiVersion.split('/')[0] === GROUP &&
-        o.name === ref &&
-        o.uid === uid,
-    );
+    uid !== undefined && scope.metadata.name === tenantScopeName(ref) && controlledBy(scope, ref, uid);
   if (controlled) return { kind: 'controlled', tenant: ref };
   return {
     kind: 'borrowed',
     tenant: ref,
     message: `spec.tenantRef names Tenant "${ref}", which does not control this Scope (only the Scope ${tenantScopeName(ref)} its Tenant generates belongs to it): no tenant-get binding, and the bundle lists it under no tenant`,
   };
+}
+
+/** The name a Tenant's generated Scope must have, as it stands in the API. */
+export type TenantScopeSlot =
+  | { readonly kind: 'free' }
+  | { readonly kind: 'own' }
+  | { readonly kind: 'taken'; readonly message: string };
+
+/**
+ * Whether the Tenant may write its generated Scope: the name is free, or the Scope there
+ * is its own (a controller owner reference to this Tenant, with its uid). Any other Scope
+ * of that name is never adopted: applying the Tenant's fields over it would keep whatever
+ * else its author wrote (clusters, annotations, a parent) under the Tenant's name.
+ */
+export function tenantScopeSlot(existing: Scope | undefined, tenant: Tenant): TenantScopeSlot {
+  if (!existing) return { kind: 'free' };
+  const uid = tenant.metadata.uid;
+  if (uid !== undefined && controlledBy(existing, tenant.metadata.name ?? '', uid)) return { kind: 'own' };
+  return {
+    kind: 'taken',
+    message: `Scope ${existing.metadata.name} exists and is not this Tenant's (no controller reference to it): the Tenant does not adopt it. Rename or delete that Scope; the Tenant creates its own then`,
+  };
+}
+
+/** A controller owner reference to the Tenant `name` with `uid`: what the Tenant controller writes. */
+function controlledBy(scope: Scope, name: string, uid: string): boolean {
+  return (scope.metadata.ownerReferences ?? []).some(
+    (o) =>
+      o.controller === true &&
+      o.kind === 'Tenant' &&
+      o.apiVersion.split('/')[0] === GROUP &&
+      o.name === name &&
+      o.uid === uid,
+  );
 }
