@@ -149,7 +149,9 @@ async function interrupt(
   await rm(run.dir, { recursive: true, force: true });
 }
 
-describe('npm run up, interrupted from a terminal', () => {
+// Side by side: each run has its own folder, plane and ports (0), and the minute of two
+// start-ups one after the other bought nothing the second run proves.
+describe('npm run up, interrupted from a terminal', { concurrency: 2 }, () => {
   it('one Ctrl-C to the whole process group stops the operators and the plane within 5 s, leaving nothing behind', async (t) => {
     await interrupt(t, 1, { code: 0, withinMs: 5_000 });
   });

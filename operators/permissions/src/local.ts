@@ -5,7 +5,9 @@
  * Secret). A Tenant, a Permission and a UserRole are created in namespace
  * `permissions-demo`; their ClusterRole and bindings land in the client cluster, the
  * webhooks are registered with a self-signed CA, and the OPA bundle is served on
- * 127.0.0.1:8082. Everything (the client plane, the certificates) goes on Ctrl-C.
+ * 127.0.0.1:8082, or on a free port (printed) when 8082 is taken: by another program of
+ * the user's, or a second `npm run up`. Everything (the client plane, the certificates)
+ * goes on Ctrl-C.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +28,7 @@ import { webhookConfiguration } from './webhooks/configuration.ts';
 
 const NS = 'permissions-demo';
 const CLUSTER = 'demo-client';
+/** The bundle's usual port (§1, §6), used when free. */
 const BUNDLE_PORT = 8082;
 
 async function create(client: KubeClient, obj: KubeObject): Promise<void> {
@@ -98,7 +101,7 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
   const operator = createOperator({
     client,
     logger: ctx.logger,
-    bundle: { host: '127.0.0.1', port: BUNDLE_PORT },
+    bundle: { host: '127.0.0.1', port: BUNDLE_PORT, freePortIfTaken: true },
     webhooks: { host: '127.0.0.1', port: 0, certDir },
   });
   await operator.manager.start();
@@ -151,7 +154,9 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
     `its ClusterRole and binding, in the client cluster: npm run kubectl -- --kubeconfig ${clientKubeconfig} get clusterroles,clusterrolebindings -l app.kubernetes.io/managed-by=permissions.shturval.tech`,
   );
   log(`status: npm run kubectl -- -n ${NS} get tenants,scopes,permissions,userroles`);
-  log(`the OPA bundle: curl -s http://127.0.0.1:${BUNDLE_PORT}/bundle | tar -xzO data.json`);
+  log(
+    `the OPA bundle: curl -s http://127.0.0.1:${operator.bundle.address()?.port ?? BUNDLE_PORT}/bundle | tar -xzO data.json`,
+  );
   log(
     `a refused grant (webhook): npm run kubectl -- -n ${NS} create -f - <<< '{"apiVersion":"${API_VERSION}","kind":"UserRole","metadata":{"name":"x"},"spec":{"user":"eve","scope":"tenant-team-a","permissions":["missing"]}}'`,
   );

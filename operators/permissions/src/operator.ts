@@ -73,7 +73,7 @@ export interface OperatorOptions {
   readonly metrics?: ManagerOptions['metrics'];
   readonly registry?: ManagerOptions['registry'];
   readonly logger?: ManagerOptions['logger'];
-  readonly bundle?: { readonly host?: string; readonly port: number };
+  readonly bundle?: { readonly host?: string; readonly port: number; readonly freePortIfTaken?: boolean };
   /** Absent: no webhooks (ENABLE_WEBHOOKS=false). */
   readonly webhooks?: WebhookOptions;
   readonly intervals?: Partial<Intervals>;
@@ -136,6 +136,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     engine: model,
     port: opts.bundle?.port ?? DEFAULT_BUNDLE_PORT,
     ...(opts.bundle?.host ? { host: opts.bundle.host } : {}),
+    ...(opts.bundle?.freePortIfTaken ? { freePortIfTaken: true } : {}),
   });
   manager.add(bundle, { needLeaderElection: false });
   manager.addReadyCheck('model', () => {

@@ -205,4 +205,22 @@ describe('BundleServer', () => {
     assert.equal(server.address(), undefined);
     await assert.rejects(fetch(`http://127.0.0.1:${port}/bundle`));
   });
+
+  it('fails on a taken port, unless told to take a free one (npm run up), which it then reports', async (t) => {
+    const engine = new StorageEngine();
+    engine.markReady();
+    const holder = new BundleServer({ engine, host: '127.0.0.1', port: 0 });
+    await holder.start();
+    t.after(() => holder.stop());
+    const taken = holder.address()?.port ?? 0;
+    const strict = new BundleServer({ engine, host: '127.0.0.1', port: taken });
+    await assert.rejects(strict.start(), { code: 'EADDRINUSE' });
+    assert.equal(strict.address(), undefined);
+    const lenient = new BundleServer({ engine, host: '127.0.0.1', port: taken, freePortIfTaken: true });
+    await lenient.start();
+    t.after(() => lenient.stop());
+    const port = lenient.address()?.port ?? 0;
+    assert.ok(port > 0 && port !== taken, `listens on ${port}, not ${taken}`);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/bundle`)).status, 200);
+  });
 });

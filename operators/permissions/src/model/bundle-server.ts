@@ -29,6 +29,12 @@ export interface BundleServerOptions {
   readonly host?: string;
   /** Default {@link DEFAULT_BUNDLE_SERVER_PORT}; 0 picks a free port (tests). */
   readonly port?: number;
+  /**
+   * When `port` is taken, listen on a free one instead of failing (`npm run up` on a laptop,
+   * where 8082 may be anyone's; read the port back with `address()`). Never in a pod: there
+   * the Service names the port, and a taken one is an error to see.
+   */
+  readonly freePortIfTaken?: boolean;
   /** What a 503 asks the client to wait, in seconds. Default 1. */
   readonly retryAfterSeconds?: number;
 }
@@ -50,16 +56,23 @@ export class BundleServer implements Runnable {
     const server = createServer((req, res) => this.serve(req, res));
     this.server = server;
     this.stopping = undefined;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.opts.port ?? DEFAULT_BUNDLE_SERVER_PORT, this.opts.host ?? '0.0.0.0', () => {
-        server.off('error', reject);
-        resolve();
+    const listen = (port: number): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, this.opts.host ?? '0.0.0.0', () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    }).catch((err: unknown) => {
-      this.server = undefined;
-      throw err;
-    });
+    await listen(this.opts.port ?? DEFAULT_BUNDLE_SERVER_PORT)
+      .catch((err: unknown) => {
+        if (this.opts.freePortIfTaken && (err as { code?: string }).code === 'EADDRINUSE') return listen(0);
+        throw err;
+      })
+      .catch((err: unknown) => {
+        this.server = undefined;
+        throw err;
+      });
     if (signal?.aborted) await this.stop();
     else signal?.addEventListener('abort', () => void this.stop(), { once: true });
   }
