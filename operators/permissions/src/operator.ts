@@ -23,6 +23,7 @@ import { ClusterRegistry } from './clusters/registry.ts';
 import { type Caches, DEFAULT_INTERVALS, type Deps, type Intervals } from './controllers/deps.ts';
 import { CAPI_CLUSTER } from './controllers/gvks.ts';
 import { ModelFeed } from './controllers/model-feed.ts';
+import { NamespacePresence } from './controllers/namespace-presence.ts';
 import { addPermissionController } from './controllers/permission.ts';
 import { addRoleController } from './controllers/role.ts';
 import { addScopeController } from './controllers/scope.ts';
@@ -162,6 +163,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     caches,
     model,
     registry: clusters,
+    namespaces: new NamespacePresence(),
     plugins: allPlugins({
       management: manager.client,
       ...(opts.kubeflowGatewayPrincipals

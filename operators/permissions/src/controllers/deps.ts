@@ -3,6 +3,7 @@
  * it reads, the model, the client-cluster registry, the plugins, and the §5 intervals
  * (flags, so that tests run in seconds).
  */
+
 import type { Clock, EventRecorder, KubeClient, KubeObject, Reflector } from '@operators/kit';
 import type { GroupRole } from '../api/group-role.ts';
 import type { Permission } from '../api/permission.ts';
@@ -13,6 +14,7 @@ import type { ClusterRegistry } from '../clusters/registry.ts';
 import type { CapiCluster } from '../domain/cluster-selection.ts';
 import type { StorageEngine } from '../model/storage-engine.ts';
 import type { Plugin } from '../plugins/plugin.ts';
+import type { NamespacePresence } from './namespace-presence.ts';
 
 /** The field manager of every write this operator makes (its server-side apply identity). */
 export const FIELD_MANAGER = 'permissions.shturval.tech';
@@ -64,6 +66,8 @@ export interface Deps {
   readonly caches: Caches;
   readonly model: StorageEngine;
   readonly registry: ClusterRegistry;
+  /** Namespace existence in client clusters, reused for a moment across a Scope's burst of passes. */
+  readonly namespaces: NamespacePresence;
   readonly plugins: readonly Plugin[];
   readonly intervals: Intervals;
   /** Where Argo CD runs on the management cluster (its argocd-rbac-cm and AppProjects). */

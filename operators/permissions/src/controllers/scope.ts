@@ -185,7 +185,11 @@ async function namespacesIn(deps: Deps, id: string, namespaces: readonly string[
     return await access.cluster.call(async (c) =>
       Promise.all(
         namespaces.map(async (n) => {
-          const found = await c.find(NAMESPACE, n);
+          const found = await deps.namespaces.exists(
+            id,
+            n,
+            async () => (await c.find(NAMESPACE, n)) !== undefined,
+          );
           return found
             ? { cluster: id, namespace: n, exists: true }
             : {
