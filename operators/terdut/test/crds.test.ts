@@ -293,8 +293,25 @@ describe('admission of the terdut kinds', () => {
           withDuration('credentials.rotateEvery', 'daily'),
           duration('credentials.rotateEvery'),
         ],
+        [
+          'a gateway listener (not implemented: refused rather than ignored)',
+          { database: byo, networking: { gatewayListener: 'https' } },
+          /spec\.networking\.gatewayListener is not implemented: leave it empty/,
+        ],
       ];
       await refusesAll(TERDUT_SERVER, namespace, cases);
+      // A name longer than a label value: it names the Service and is the pods' instance label.
+      const long = await env.admin
+        .create(object(TERDUT_SERVER, namespace, 's'.repeat(64), { database: byo }), { dryRun: true })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      assert.ok(isApiError(long, ApiErrorReason.Invalid), String(long));
+      assert.match(long.message, /at most 63 characters/);
+      await env.admin.create(object(TERDUT_SERVER, namespace, 's'.repeat(63), { database: byo }), {
+        dryRun: true,
+      });
     });
 
     it('accepts good specs and fills the defaults', async (t) => {
@@ -314,7 +331,7 @@ describe('admission of the terdut kinds', () => {
       const full: Spec = {
         image: { repository: 'registry.example/terdut', tag: 'v1.0.0' },
         replicas: 0,
-        networking: { hostname: 'terdut.example.com', servicePort: 443, gatewayListener: 'https' },
+        networking: { hostname: 'terdut.example.com', servicePort: 443, gatewayListener: '' },
         database: { postgresClusterRef: { name: 'terdut-postgres' } },
         sweeper: { staleAfter: '6h', archiveAfter: '168h' },
         deadman: { matchers: 'alertname=Watchdog', timeout: '15m', severity: 'warning' },

@@ -13,8 +13,10 @@ import { mirrorNamespaces, type RotationDecision, rotationDue } from '../src/dom
 import {
   CREDENTIALS_KEYS,
   credentialsSecretName,
+  MIRRORED_KEYS,
   mirrorSecretName,
   ROTATE_ANNOTATION,
+  serverLabelValue,
   webhookSecretName,
 } from '../src/domain/names.ts';
 
@@ -138,49 +140,73 @@ describe('when the operator’s key is rotated', () => {
 
 describe('where the credentials are mirrored (§6.4)', () => {
   it('mirrors into the namespace of a permitted team', () => {
-    assert.deepEqual(mirrorNamespaces([{ namespace: 'team-a', permitted: true, hasTeamId: false }]), [
-      'team-a',
-    ]);
+    assert.deepEqual(mirrorNamespaces([{ namespace: 'team-a', permitted: true }]), ['team-a']);
   });
 
-  it('keeps the mirror of a revoked team that still holds a server-side team, for its finalizer', () => {
-    assert.deepEqual(mirrorNamespaces([{ namespace: 'team-a', permitted: false, hasTeamId: true }]), [
-      'team-a',
-    ]);
-  });
-
-  it('drops the mirror of a revoked team with nothing left to delete', () => {
-    assert.deepEqual(mirrorNamespaces([{ namespace: 'team-a', permitted: false, hasTeamId: false }]), []);
+  it('drops the mirror of a revoked team, even one that still holds a server-side team (its finalizer uses the server’s own key)', () => {
+    assert.deepEqual(mirrorNamespaces([{ namespace: 'team-a', permitted: false }]), []);
   });
 
   it('makes one mirror per namespace, however many teams are there, in a stable order', () => {
     assert.deepEqual(
       mirrorNamespaces([
-        { namespace: 'team-b', permitted: true, hasTeamId: true },
-        { namespace: 'team-a', permitted: true, hasTeamId: false },
-        { namespace: 'team-b', permitted: false, hasTeamId: false },
-        { namespace: 'team-a', permitted: false, hasTeamId: true },
+        { namespace: 'team-b', permitted: true },
+        { namespace: 'team-a', permitted: true },
+        { namespace: 'team-b', permitted: false },
+        { namespace: 'team-c', permitted: false },
       ]),
       ['team-a', 'team-b'],
     );
   });
 
-  it('is the sorted set of namespaces with a permitted team or a team holding an ID', () => {
+  it('is the sorted set of namespaces with a permitted team, and nothing else', () => {
     const team = fc.record({
       namespace: fc.constantFrom('team-a', 'team-b', 'team-c', 'infra', 'a-team'),
       permitted: fc.boolean(),
-      hasTeamId: fc.boolean(),
     });
     fc.assert(
-      fc.property(fc.array(team, { maxLength: 8 }), (teams) => {
+      fc.property(fc.array(team, { maxLength: 12 }), (teams) => {
         const wanted: string[] = [];
-        for (const t of teams) {
-          if ((t.permitted || t.hasTeamId) && !wanted.includes(t.namespace)) wanted.push(t.namespace);
-        }
+        for (const t of teams) if (t.permitted && !wanted.includes(t.namespace)) wanted.push(t.namespace);
         wanted.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
         assert.deepEqual(mirrorNamespaces(teams), wanted);
       }),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe('the server label on credential Secrets', () => {
+  it('is `<namespace>.<name>` while that fits in 63 characters', () => {
+    assert.equal(serverLabelValue('oncall', 'terdut'), 'oncall.terdut');
+    const fits = `${'n'.repeat(30)}.${'s'.repeat(32)}`;
+    assert.equal(fits.length, 63);
+    assert.equal(serverLabelValue('n'.repeat(30), 's'.repeat(32)), fits);
+  });
+
+  it('is a readable prefix and a hash when longer (a fixed example)', () => {
+    const ns = 'platform-oncall-production-europe-west';
+    const name = 'terdut-server-for-the-whole-company';
+    // The first 10 hex characters of sha256("<ns>.<name>"), computed once with `sha256sum`.
+    assert.equal(
+      serverLabelValue(ns, name),
+      'platform-oncall-production-europe-west.terdut-server-b1a3d4a8f9',
+    );
+  });
+
+  it('is always a valid label value, stable, and tells apart different servers', () => {
+    const dns = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/);
+    const crName = fc.stringMatching(/^[a-z0-9]([a-z0-9.-]{0,120}[a-z0-9])?$/);
+    const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+    fc.assert(
+      fc.property(dns, crName, dns, crName, (ns1, n1, ns2, n2) => {
+        const a = serverLabelValue(ns1, n1);
+        assert.ok(a.length <= 63, a);
+        assert.match(a, labelValue);
+        assert.equal(serverLabelValue(ns1, n1), a);
+        if (`${ns1}.${n1}` !== `${ns2}.${n2}`) assert.notEqual(serverLabelValue(ns2, n2), a);
+      }),
+      { numRuns: 500 },
     );
   });
 });
@@ -190,7 +216,15 @@ describe('the names of the credential Secrets (§4.5, §6)', () => {
     assert.equal(credentialsSecretName('terdut'), 'terdut-operator-credentials');
     assert.equal(mirrorSecretName('terdut', 'platform-oncall'), 'terdut.platform-oncall-terdut-credentials');
     assert.equal(webhookSecretName('prod-alertmanager'), 'prod-alertmanager-terdut-webhook');
-    assert.deepEqual(CREDENTIALS_KEYS, { apiKey: 'apiKey', keyID: 'keyID', userID: 'userID' });
+    assert.deepEqual(CREDENTIALS_KEYS, {
+      apiKey: 'apiKey',
+      keyID: 'keyID',
+      userID: 'userID',
+      adminKey: 'adminKey',
+      adminKeyID: 'adminKeyID',
+      adminUserID: 'adminUserID',
+    });
+    assert.deepEqual(MIRRORED_KEYS, ['apiKey', 'keyID', 'userID'], 'a mirror never carries the admin key');
   });
 
   it('gives each (server, namespace) its own mirror name, a valid Secret name', () => {

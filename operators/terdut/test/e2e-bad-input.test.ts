@@ -25,6 +25,20 @@ describe('bad input, against the terdut-server stand-in (contract-faithful, not 
     await h.ready(KINDS.team, ns, 'team');
   });
 
+  it('a server that refuses the operator’s user team calls (403): TeamPermissionDenied naming the missing right and the fix, and a Warning Event', async (t) => {
+    const strict = await h.namespace(t, 'terdut-strict');
+    await h.server(strict, 'terdut', {}, { teamsAdminOnly: true });
+    await h.ready(KINDS.server, strict, 'terdut');
+    await h.create(KINDS.team, strict, 'team', { serverRef: { name: 'terdut' }, displayName: 'Team' });
+    const o = await h.notReady(KINDS.team, strict, 'team', 'TeamPermissionDenied');
+    const message = condition(o, 'Ready')?.message ?? '';
+    assert.match(message, /POST \/api\/teams: server returned 403: forbidden/);
+    assert.match(message, /refuses user terdut-operator the right to manage teams/);
+    assert.match(message, /make it an admin/);
+    assert.equal((await h.eventWith(strict, 'team', 'TeamPermissionDenied')).type, 'Warning');
+    assert.equal(o.status?.teamID, undefined);
+  });
+
   it('a serverRef to nothing: ServerNotFound naming it, and a Warning Event', async () => {
     await h.create(KINDS.team, ns, 'orphan', { serverRef: { name: 'nowhere' }, displayName: 'Orphan' });
     const o = await h.notReady(KINDS.team, ns, 'orphan', 'ServerNotFound');

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { eventually } from '@operators/controlplane/testing';
 import type { KubeObject } from '@operators/kit';
 import type { StandIn } from '../src/server/stand-in.ts';
 import { condition, Harness, KINDS, serverCall, serverGet } from './support/harness.ts';
@@ -63,10 +64,30 @@ describe('cross-namespace teams, against the terdut-server stand-in (contract-fa
     const team = await h.notReady(KINDS.team, teamNs, 'tenant', 'RefNotPermitted', 10_000);
     assert.match(condition(team, 'Ready')?.message ?? '', /does not match/);
     await h.notReady(KINDS.deadman, teamNs, 'watchdog', 'RefNotPermitted', 10_000);
+    // The namespace's copy of the key goes with the consent, within the team's reconcile.
+    await eventually('the mirror deleted on revocation', async () =>
+      (await h.admin.find(SECRET, mirror(), teamNs)) ? undefined : true,
+    );
+    const deleted = await h.eventWith(serverNs, 'terdut', 'MirrorDeleted');
+    assert.match(deleted.message ?? '', /consent revoked/);
     // A change while revoked is not carried out.
     await h.patchSpec(KINDS.team, teamNs, 'tenant', { displayName: 'Tenant Renamed' });
     await h.patchSpec(KINDS.deadman, teamNs, 'watchdog', { timeout: '20m' });
+    // A rotation meanwhile writes no copy into the revoked namespace.
+    const before = (await h.get(KINDS.server, serverNs, 'terdut'))?.status?.operatorCredentials as {
+      keyID?: number;
+    };
+    await h.admin.patch(KINDS.server, 'terdut', serverNs, {
+      type: 'merge',
+      body: { metadata: { annotations: { 'terdut.ryuvia.com/rotate': 'while-revoked' } } },
+    });
+    await h.until(KINDS.server, serverNs, 'terdut', 'rotated', (o) => {
+      const c = o.status?.operatorCredentials as { keyID?: number; retiringKeyID?: number } | undefined;
+      return c?.keyID !== before?.keyID && c?.retiringKeyID === undefined;
+    });
+    key = await h.operatorKey(serverNs);
     await new Promise((r) => setTimeout(r, 4_000)); // more than one resync (3 s here)
+    assert.equal(await h.admin.find(SECRET, mirror(), teamNs), undefined, 'no copy written by the rotation');
     const fromThem = h.calls.slice(since).filter((c) => c.controller !== 'terdutserver');
     assert.deepEqual(
       fromThem.filter((c) => c.method !== 'GET'),
@@ -90,6 +111,13 @@ describe('cross-namespace teams, against the terdut-server stand-in (contract-fa
     // 10 s wait for two resyncs and two server round trips once ran out.
     await h.ready(KINDS.team, teamNs, 'tenant');
     await h.ready(KINDS.deadman, teamNs, 'watchdog');
+    const copy = await h.admin.get<KubeObject & { data?: Record<string, string> }>(SECRET, mirror(), teamNs);
+    assert.equal(
+      Buffer.from(copy.data?.apiKey ?? '', 'base64').toString(),
+      key,
+      'a fresh copy, of the current key',
+    );
+    assert.equal(copy.data?.adminKey, undefined, 'the admin key of the bootstrap is never copied');
     assert.equal(
       (await serverGet<{ name: string }>(standIn, `/api/teams/${teamId}`, key)).name,
       'Tenant Renamed',
@@ -130,7 +158,12 @@ describe('cross-namespace teams, against the terdut-server stand-in (contract-fa
     );
   });
 
-  it('the mirror is deleted once the last team in its namespace is gone', async () => {
+  it('a revoked team’s deletion still deletes its team on the server, with the server’s own key: no copy is written for it', async () => {
+    await h.patchSpec(KINDS.server, serverNs, 'terdut', { allowedTeams: { namespaces: { from: 'None' } } });
+    await h.notReady(KINDS.team, teamNs, 'tenant', 'RefNotPermitted', 10_000);
+    await eventually('the mirror deleted on revocation', async () =>
+      (await h.admin.find(SECRET, mirror(), teamNs)) ? undefined : true,
+    );
     await h.delete(KINDS.deadman, teamNs, 'watchdog');
     await h.delete(KINDS.team, teamNs, 'tenant');
     await h.gone(KINDS.team, teamNs, 'tenant');
@@ -143,5 +176,12 @@ describe('cross-namespace teams, against the terdut-server stand-in (contract-fa
     );
     assert.equal(await h.admin.find(SECRET, mirror(), teamNs), undefined);
     assert.equal((await serverCall(standIn, 'GET', `/api/teams/${teamId}`, key)).status, 404);
+    // Revocation, rotation and a revoked deletion: no key in a log line or an Event.
+    const logs = h.logs.join('\n');
+    const events = JSON.stringify([...(await h.events(serverNs)), ...(await h.events(teamNs))]);
+    for (const k of standIn.issuedSecrets()) {
+      assert.ok(!logs.includes(k), 'a key in the logs');
+      assert.ok(!events.includes(k), 'a key in an Event');
+    }
   });
 });

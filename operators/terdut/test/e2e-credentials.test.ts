@@ -8,7 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { eventually } from '@operators/controlplane/testing';
 import type { KubeObject } from '@operators/kit';
+import { SERVER_VERSIONS } from '../src/server/stand-in.ts';
 import {
   condition,
   credsOf,
@@ -22,26 +24,39 @@ import {
 const h = Harness.forFile();
 
 const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;
+type Secret = KubeObject & { data?: Record<string, string> };
+const decoded = (s: Secret | undefined, k: string): string | undefined =>
+  s?.data?.[k] === undefined ? undefined : Buffer.from(s.data[k], 'base64').toString('utf8');
 
 describe('the operator’s credentials, against terdut-server stand-ins (contract-faithful, not the real server)', () => {
-  it('on a fresh server the operator bootstraps, keeps only its own user’s key, and says so in Events', async (t) => {
+  it('on a fresh server the operator bootstraps, keeps the admin key and its own user’s key, and says so in Events; a name too long for a label is hashed to fit', async (t) => {
     const ns = await h.namespace(t, 'terdut-fresh');
-    const standIn = await h.server(ns);
-    const server = await h.ready(KINDS.server, ns, 'terdut');
+    // `<namespace>.<name>` is over 63 characters: the Secret's server label must be fitted.
+    const name = 'terdut-with-a-name-long-enough-to-overflow-a-label';
+    assert.ok(`${ns}.${name}`.length > 63);
+    const standIn = await h.server(ns, name);
+    const server = await h.ready(KINDS.server, ns, name);
     assert.equal(condition(server, 'Bootstrapped')?.reason, 'CredentialsReady');
-    const key = await h.operatorKey(ns);
+    const key = await h.operatorKey(ns, name);
+    assert.equal(standIn.keyOwner(key), 'terdut-operator');
+    const secret = await h.admin.get<Secret>(SECRET, `${name}-operator-credentials`, ns);
     assert.equal(
-      (await serverGet<{ user: { username: string } }>(standIn, '/api/me', key)).user.username,
-      'terdut-operator',
+      standIn.keyOwner(decoded(secret, 'adminKey') ?? ''),
+      'admin',
+      'the bootstrap’s admin key is kept',
     );
+    const label = secret.metadata.labels?.['terdut.ryuvia.com/server'] ?? '';
+    assert.ok(label.length <= 63 && label.startsWith(`${ns}.terdut-with`), label);
+    assert.equal(secret.metadata.annotations?.['terdut.ryuvia.com/server'], `${ns}/${name}`);
     const users = standIn.snapshot().users.map((u) => [u.username, u.admin]);
     assert.deepEqual(users, [
       ['admin', true],
       ['terdut-operator', false],
     ]);
     assert.equal(credsOf(server)?.userID, 2);
-    await h.eventWith(ns, 'terdut', 'Bootstrapped');
-    await h.eventWith(ns, 'terdut', 'CredentialsMinted');
+    const booted = await h.eventWith(ns, name, 'Bootstrapped');
+    assert.match(booted.message ?? '', /admin key is kept in Secret .* never mirrored/);
+    await h.eventWith(ns, name, 'CredentialsMinted');
     assert.equal(
       (await serverCall(standIn, 'POST', '/api/bootstrap', undefined, {})).status,
       403,
@@ -74,8 +89,7 @@ describe('the operator’s credentials, against terdut-server stand-ins (contrac
       credentials: { adminKeySecretRef: { name: 'admin-key' } },
     });
     await h.ready(KINDS.server, ns, 'terdut');
-    const me = await serverGet<{ user: { username: string } }>(standIn, '/api/me', await h.operatorKey(ns));
-    assert.equal(me.user.username, 'terdut-operator');
+    assert.equal(standIn.keyOwner(await h.operatorKey(ns)), 'terdut-operator');
   });
 
   it('a bootstrap committed but never answered leaves the admin key lost: AdminCredentialRequired, and the message says why', async (t) => {
@@ -94,44 +108,50 @@ describe('the operator’s credentials, against terdut-server stand-ins (contrac
     assert.equal(standIn.snapshot().users.length, 1, 'the lost bootstrap made its one admin, nothing more');
   });
 
-  it('the rotate annotation mints a new key, swaps the Secret, deletes the old key on the server, and the operator keeps working', async (t) => {
-    const ns = await h.namespace(t, 'terdut-rotate');
-    const standIn = await h.server(ns);
-    await h.ready(KINDS.server, ns, 'terdut');
-    await h.create(KINDS.team, ns, 'before', { serverRef: { name: 'terdut' }, displayName: 'Before' });
-    await h.ready(KINDS.team, ns, 'before');
-    const oldKey = await h.operatorKey(ns);
-    const oldId = credsOf(await h.get(KINDS.server, ns, 'terdut'))?.keyID;
-    await h.admin.patch(KINDS.server, 'terdut', ns, {
-      type: 'merge',
-      body: { metadata: { annotations: { 'terdut.ryuvia.com/rotate': 'now' } } },
+  for (const version of SERVER_VERSIONS) {
+    it(`the rotate annotation mints a new key, swaps the Secret, deletes the old key on the server, and the operator keeps working (stand-in as v${version})`, async (t) => {
+      const ns = await h.namespace(t, `terdut-rotate-${version.replaceAll('.', '-')}`);
+      const standIn = await h.server(ns, 'terdut', {}, { version });
+      await h.ready(KINDS.server, ns, 'terdut');
+      await h.create(KINDS.team, ns, 'before', { serverRef: { name: 'terdut' }, displayName: 'Before' });
+      await h.ready(KINDS.team, ns, 'before');
+      const oldKey = await h.operatorKey(ns);
+      const oldId = credsOf(await h.get(KINDS.server, ns, 'terdut'))?.keyID;
+      await h.admin.patch(KINDS.server, 'terdut', ns, {
+        type: 'merge',
+        body: { metadata: { annotations: { 'terdut.ryuvia.com/rotate': 'now' } } },
+      });
+      const rotated = await h.until(KINDS.server, ns, 'terdut', 'a new key', (o) => {
+        const c = credsOf(o);
+        return c?.keyID !== oldId && c?.retiringKeyID === undefined && c?.rotateRequest === 'now';
+      });
+      const newKey = await h.operatorKey(ns);
+      assert.notEqual(newKey, oldKey);
+      assert.equal(
+        (await serverCall(standIn, 'GET', '/api/teams', oldKey)).status,
+        401,
+        'the old key is refused',
+      );
+      assert.equal(standIn.keyOwner(newKey), 'terdut-operator');
+      assert.deepEqual(
+        standIn
+          .snapshot()
+          .keys.filter((k) => k.userId === credsOf(rotated)?.userID)
+          .map((k) => k.id),
+        [credsOf(rotated)?.keyID],
+        'one key left for the operator',
+      );
+      await h.eventWith(ns, 'terdut', 'KeyRotated');
+      await h.create(KINDS.team, ns, 'after', { serverRef: { name: 'terdut' }, displayName: 'After' });
+      await h.ready(KINDS.team, ns, 'after');
+      await h.patchSpec(KINDS.team, ns, 'before', { displayName: 'Before Renamed' });
+      await h.ready(KINDS.team, ns, 'before');
+      const names = (await serverGet<{ name: string }[]>(standIn, '/api/teams', newKey))
+        .map((x) => x.name)
+        .sort();
+      assert.deepEqual(names, ['After', 'Before Renamed']);
     });
-    const rotated = await h.until(KINDS.server, ns, 'terdut', 'a new key', (o) => {
-      const c = credsOf(o);
-      return c?.keyID !== oldId && c?.retiringKeyID === undefined && c?.rotateRequest === 'now';
-    });
-    const newKey = await h.operatorKey(ns);
-    assert.notEqual(newKey, oldKey);
-    assert.equal((await serverCall(standIn, 'GET', '/api/me', oldKey)).status, 401, 'the old key is refused');
-    assert.equal((await serverCall(standIn, 'GET', '/api/me', newKey)).status, 200);
-    assert.deepEqual(
-      standIn
-        .snapshot()
-        .keys.filter((k) => k.userId === credsOf(rotated)?.userID)
-        .map((k) => k.id),
-      [credsOf(rotated)?.keyID],
-      'one key left for the operator',
-    );
-    await h.eventWith(ns, 'terdut', 'KeyRotated');
-    await h.create(KINDS.team, ns, 'after', { serverRef: { name: 'terdut' }, displayName: 'After' });
-    await h.ready(KINDS.team, ns, 'after');
-    await h.patchSpec(KINDS.team, ns, 'before', { displayName: 'Before Renamed' });
-    await h.ready(KINDS.team, ns, 'before');
-    const names = (await serverGet<{ name: string }[]>(standIn, '/api/teams', newKey))
-      .map((x) => x.name)
-      .sort();
-    assert.deepEqual(names, ['After', 'Before Renamed']);
-  });
+  }
 
   it('spec.credentials.rotateEvery rotates the key once the period has passed since it was minted', async (t) => {
     const ns = await h.namespace(t, 'terdut-period');
@@ -150,11 +170,7 @@ describe('the operator’s credentials, against terdut-server stand-ins (contrac
       'rotated',
       (o) => credsOf(o).keyID !== credsOf(first).keyID && credsOf(o).retiringKeyID === undefined,
     );
-    assert.equal(
-      (await serverCall(standIn, 'GET', '/api/me', firstKey)).status,
-      401,
-      'the old key is refused',
-    );
+    assert.equal(standIn.keyOwner(firstKey), undefined, 'the old key is deleted on the server');
     assert.ok(
       Date.parse(credsOf(rotated).mintedAt ?? '') >
         Date.parse(credsOf(first).mintedAt ?? '') + 24 * 3_600_000,
@@ -203,5 +219,176 @@ describe('the operator’s credentials, against terdut-server stand-ins (contrac
       ['admin', 'terdut-operator'],
       'one operator user',
     );
+  });
+});
+
+const VAP = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' } as const;
+const VAP_BINDING = {
+  apiVersion: 'admissionregistration.k8s.io/v1',
+  kind: 'ValidatingAdmissionPolicyBinding',
+} as const;
+
+/** One way a bootstrap is interrupted: which call fails, or where the operator is stopped. */
+interface Interruption {
+  readonly name: string;
+  /** A 500 on this call, once. */
+  readonly fail?: { readonly method: string; readonly path: RegExp };
+  /** This call keeps failing until the operator has been stopped and started again. */
+  readonly killBefore?: { readonly method: string; readonly path: RegExp };
+  /** The credentials Secret write is refused by an admission policy until the test lifts it. */
+  readonly refuseSecret?: true;
+}
+
+const STEPS: readonly Interruption[] = [
+  { name: 'bootstrap-500', fail: { method: 'POST', path: /^\/api\/bootstrap$/ } },
+  { name: 'find-user-500', fail: { method: 'GET', path: /^\/api\/users$/ } },
+  { name: 'create-user-500', fail: { method: 'POST', path: /^\/api\/users$/ } },
+  { name: 'mint-key-500', fail: { method: 'POST', path: /^\/api\/users\/\d+\/api-keys$/ } },
+  { name: 'killed-after-bootstrap', killBefore: { method: 'GET', path: /^\/api\/users$/ } },
+  { name: 'killed-after-user', killBefore: { method: 'POST', path: /^\/api\/users\/\d+\/api-keys$/ } },
+  { name: 'secret-refused', refuseSecret: true },
+];
+
+describe('a bootstrap interrupted at any step, against terdut-server stand-ins (contract-faithful, not the real server)', () => {
+  it('ends Bootstrapped with exactly one admin key, known to the operator, and one operator key: nothing orphaned, nothing logged', async (t) => {
+    const cases = await Promise.all(
+      STEPS.map(async (step) => {
+        const ns = await h.namespace(t, `terdut-boot-${step.name}`);
+        const standIn = await h.standIn(ns, 'terdut');
+        if (step.fail) standIn.failNext(1, step.fail);
+        if (step.killBefore) standIn.failNext(1_000, step.killBefore);
+        return { step, ns, standIn };
+      }),
+    );
+    const refused = cases.find((c) => c.step.refuseSecret);
+    assert.ok(refused);
+    const policy = `terdut-refuse-credentials-${refused.ns}`;
+    await h.admin.apply(
+      {
+        ...VAP,
+        metadata: { name: policy },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [
+              {
+                apiGroups: [''],
+                apiVersions: ['v1'],
+                operations: ['CREATE', 'UPDATE'],
+                resources: ['secrets'],
+              },
+            ],
+          },
+          validations: [
+            {
+              expression: "!object.metadata.name.endsWith('-operator-credentials')",
+              message: 'refused by the test',
+            },
+          ],
+        },
+      } as KubeObject,
+      { fieldManager: 'test' },
+    );
+    await h.admin.apply(
+      {
+        ...VAP_BINDING,
+        metadata: { name: policy },
+        spec: {
+          policyName: policy,
+          validationActions: ['Deny'],
+          matchResources: {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': refused.ns } },
+          },
+        },
+      } as KubeObject,
+      { fieldManager: 'test' },
+    );
+    t.after(async () => {
+      await h.admin.delete(VAP_BINDING, policy).catch(() => undefined);
+      await h.admin.delete(VAP, policy).catch(() => undefined);
+    });
+    // The policy is in force once it refuses a probe of the same name shape.
+    await eventually('the admission policy refuses credentials Secrets', async () => {
+      try {
+        await h.admin.create({
+          ...SECRET,
+          metadata: { name: 'probe-operator-credentials', namespace: refused.ns },
+        } as KubeObject);
+        await h.admin.delete(SECRET, 'probe-operator-credentials', refused.ns);
+        return undefined;
+      } catch {
+        return true;
+      }
+    });
+    await Promise.all(cases.map((c) => h.server(c.ns)));
+
+    // The refused write: the keys are held, the condition says so, and the lifted policy lets them in.
+    const notSaved = await h.until(
+      KINDS.server,
+      refused.ns,
+      'terdut',
+      'CredentialsNotSaved',
+      (o) => condition(o, 'Bootstrapped')?.reason === 'CredentialsNotSaved',
+    );
+    assert.match(condition(notSaved, 'Bootstrapped')?.message ?? '', /operator-credentials/);
+    await h.admin.delete(VAP_BINDING, policy);
+    // Held in this process only: it must reach the Secret before the operator is stopped below.
+    await h.until(
+      KINDS.server,
+      refused.ns,
+      'terdut',
+      'Bootstrapped after the policy is lifted',
+      (o) => condition(o, 'Bootstrapped')?.status === 'True',
+    );
+
+    // Stopped mid-way: each killed case is stuck at its step; a new operator resumes from the Secret.
+    for (const c of cases.filter((x) => x.step.killBefore)) {
+      await eventually(`${c.step.name}: stuck at its step`, async () =>
+        c.standIn.requests.some((r) => r.fault === 'fail') ? true : undefined,
+      );
+    }
+    await h.stopOperator();
+    for (const c of cases) c.standIn.clearFaults();
+    await h.startOperator();
+
+    for (const c of cases) {
+      const server = await h.until(
+        KINDS.server,
+        c.ns,
+        'terdut',
+        `${c.step.name}: Bootstrapped`,
+        (o) => condition(o, 'Bootstrapped')?.status === 'True',
+      );
+      const snap = c.standIn.snapshot();
+      assert.deepEqual(
+        snap.users.map((u) => [u.username, u.admin]),
+        [
+          ['admin', true],
+          ['terdut-operator', false],
+        ],
+        c.step.name,
+      );
+      const secret = await h.admin.get<Secret>(SECRET, 'terdut-operator-credentials', c.ns);
+      const adminKeys = snap.keys.filter((k) => k.userId === 1).map((k) => String(k.id));
+      assert.deepEqual(
+        adminKeys,
+        [decoded(secret, 'adminKeyID')],
+        `${c.step.name}: one admin key, the stored one`,
+      );
+      assert.equal(c.standIn.keyOwner(decoded(secret, 'adminKey') ?? ''), 'admin', c.step.name);
+      const botKeys = snap.keys.filter((k) => k.userId === 2).map((k) => String(k.id));
+      assert.deepEqual(
+        botKeys,
+        [decoded(secret, 'keyID')],
+        `${c.step.name}: one operator key, the stored one`,
+      );
+      assert.equal(c.standIn.keyOwner(decoded(secret, 'apiKey') ?? ''), 'terdut-operator', c.step.name);
+      const events = JSON.stringify(await h.events(c.ns));
+      for (const k of c.standIn.issuedSecrets()) {
+        assert.ok(!h.logs.join('\n').includes(k), `${c.step.name}: a key in the logs`);
+        assert.ok(!events.includes(k), `${c.step.name}: a key in an Event`);
+        assert.ok(!JSON.stringify(server).includes(k), `${c.step.name}: a key in the status`);
+      }
+    }
   });
 });

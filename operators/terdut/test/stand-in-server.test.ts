@@ -87,7 +87,12 @@ async function call<T = unknown>(
   return {
     status: res.status,
     text,
-    body: (text === '' ? undefined : JSON.parse(text)) as T,
+    // Go's router answers an unknown route in plain text: kept as the text itself.
+    body: (text === ''
+      ? undefined
+      : /json/.test(res.headers.get('content-type') ?? '')
+        ? JSON.parse(text)
+        : text) as T,
     headers: res.headers,
   };
 }
@@ -103,9 +108,9 @@ async function fresh(opts: Parameters<typeof startStandIn>[0] = {}): Promise<Sta
   return s;
 }
 
-/** A stand-in that has been bootstrapped over HTTP, with its admin's key. */
+/** A stand-in playing v0.10.2 (it has /api/me), bootstrapped over HTTP, with its admin's key. */
 async function bootstrapped(): Promise<{ si: StandIn; base: string; admin: string; adminId: number }> {
-  const si = await fresh();
+  const si = await fresh({ version: '0.10.2' });
   const r = await call<Bootstrap>(si.url, 'POST', '/api/bootstrap');
   assert.equal(r.status, 201);
   return { si, base: si.url, admin: r.body.api_key.key ?? '', adminId: r.body.user.id };
@@ -130,6 +135,41 @@ async function team(base: string, key: string, name: string): Promise<WireTeam> 
 }
 
 describe('terdut-server stand-in (contract-faithful, not the real server)', () => {
+  it('plays v0.9.3 by default, the DESIGN’s default image: GET /api/me is an unknown route there, a plain-text 404; API errors stay JSON {"error"}', async () => {
+    const si = await fresh();
+    assert.equal(si.version, '0.9.3');
+    const boot = await call<Bootstrap>(si.url, 'POST', '/api/bootstrap');
+    const key = boot.body.api_key.key ?? '';
+    const me = await call(si.url, 'GET', '/api/me', { key });
+    assert.equal(me.status, 404);
+    assert.equal(me.text, '404 page not found\n');
+    assert.match(me.headers.get('content-type') ?? '', /^text\/plain/);
+    const refused = await call(si.url, 'GET', '/api/users', { key: 'f'.repeat(64) });
+    assert.equal(refused.status, 401);
+    assert.deepEqual(refused.body, { error: 'unauthorized' });
+    assert.equal((await call(si.url, 'GET', '/api/users?username=admin', { key })).status, 200);
+  });
+
+  it('as v0.10.2 serves GET /api/me with the key’s user', async () => {
+    const si = await fresh({ version: '0.10.2' });
+    const boot = await call<Bootstrap>(si.url, 'POST', '/api/bootstrap');
+    const me = await call<{ user: WireUser }>(si.url, 'GET', '/api/me', { key: boot.body.api_key.key ?? '' });
+    assert.equal(me.status, 200);
+    assert.equal(me.body.user.username, 'admin');
+  });
+
+  it('with teamsAdminOnly refuses a non-admin every team route with 403 {"error"}, and lets the admin through', async () => {
+    const si = await fresh({ teamsAdminOnly: true });
+    const boot = await call<Bootstrap>(si.url, 'POST', '/api/bootstrap');
+    const admin = boot.body.api_key.key ?? '';
+    const bob = await member(si.url, admin, 'bob');
+    const refused = await call(si.url, 'POST', '/api/teams', { key: bob.key, body: { name: 'x' } });
+    assert.equal(refused.status, 403);
+    assert.deepEqual(refused.body, { error: 'forbidden' });
+    assert.equal((await call(si.url, 'GET', '/api/teams', { key: bob.key })).status, 403);
+    assert.equal((await call(si.url, 'POST', '/api/teams', { key: admin, body: { name: 'x' } })).status, 201);
+  });
+
   it('serves GET /healthz without auth, as {"status":"ok"}', async () => {
     const si = await fresh();
     const r = await call(si.url, 'GET', '/healthz');
@@ -318,7 +358,8 @@ describe('terdut-server stand-in (contract-faithful, not the real server)', () =
     const { base, admin } = await bootstrapped();
     const nf = await call(base, 'GET', '/api/nothing-here', { key: admin });
     assert.equal(nf.status, 404);
-    assert.deepEqual(nf.body, { error: 'not found' });
+    assert.equal(nf.text, '404 page not found\n', 'Go’s router: plain text, not JSON');
+    assert.match(nf.headers.get('content-type') ?? '', /^text\/plain/);
     assert.equal((await call(base, 'GET', '/nope')).status, 404);
     const wrong = await call(base, 'DELETE', '/api/teams', { key: admin });
     assert.equal(wrong.status, 405);

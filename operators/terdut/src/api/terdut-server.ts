@@ -388,10 +388,20 @@ const specSchema = (): JSONSchemaProps => ({
           default: DEFAULT_SERVICE_PORT,
           description: `The Service's port (default ${DEFAULT_SERVICE_PORT}), 1 to 65535.`,
         },
-        gatewayListener: plainString(
-          "The Gateway listener to route the hostname through, as the chart's networking.listener; empty: none.",
-          253,
-        ),
+        gatewayListener: {
+          ...plainString(
+            'Reserved: routing through a Gateway listener is not implemented yet, so only "" (none) is ' +
+              'accepted. Route to the Service yourself (an HTTPRoute whose backendRef is status.serviceName).',
+            253,
+          ),
+          'x-kubernetes-validations': [
+            {
+              rule: "self == ''",
+              message:
+                'spec.networking.gatewayListener is not implemented: leave it empty and attach your own HTTPRoute to the Service named in status.serviceName',
+            },
+          ],
+        },
       },
     },
     database: databaseSchema(),
@@ -547,12 +557,22 @@ export const TERDUT_SERVER_DEFINITION: CrdDefinition = {
         { name: 'Service', type: 'string', jsonPath: '.status.serviceName' },
         ageColumn(),
       ],
-      schema: objectSchema(
-        'One terdut-server install: its Deployment, Service, database wiring, bootstrap, the ' +
-          "operator's credentials, and which other namespaces' TerdutTeams may attach to it.",
-        specSchema(),
-        statusSchema(),
-      ),
+      schema: {
+        ...objectSchema(
+          'One terdut-server install: its Deployment, Service, database wiring, bootstrap, the ' +
+            "operator's credentials, and which other namespaces' TerdutTeams may attach to it.",
+          specSchema(),
+          statusSchema(),
+        ),
+        // The name becomes the Service's name (a DNS label) and the pods' instance label value.
+        'x-kubernetes-validations': [
+          {
+            rule: 'self.metadata.name.size() <= 63',
+            message:
+              "a TerdutServer's name is at most 63 characters: it names the Service and is the value of the pods' app.kubernetes.io/instance label",
+          },
+        ],
+      },
     },
   ],
 };

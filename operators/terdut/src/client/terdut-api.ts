@@ -139,7 +139,14 @@ export class TerdutApi {
     return new TerdutApi({ ...this.opts, apiKey });
   }
 
-  private async call<T>(method: string, path: string, body?: unknown, expectBody = true): Promise<T> {
+  private async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    expectBody = true,
+    /** A success other than this status is a failure too (`/healthz` counts only 200). */
+    exactly?: number,
+  ): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.opts.apiKey && path.startsWith('/api/')) headers.authorization = `Bearer ${this.opts.apiKey}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -188,6 +195,13 @@ export class TerdutApi {
         serverMessage,
       );
     }
+    if (exactly !== undefined && res.status !== exactly) {
+      throw new TerdutApiError(
+        TerdutErrorKind.Http,
+        `${where}: server returned ${res.status}, not ${exactly}`,
+        res.status,
+      );
+    }
     if (!expectBody) return undefined as T;
     try {
       return JSON.parse(text) as T;
@@ -200,17 +214,22 @@ export class TerdutApi {
     }
   }
 
-  /** 200 or an error. */
+  /** Exactly 200, or an error: the contract's health check counts no other status (§2.1). */
   async healthz(): Promise<void> {
-    await this.call('GET', '/healthz', undefined, false);
+    await this.call('GET', '/healthz', undefined, false, 200);
   }
 
   bootstrap(username: string): Promise<BootstrapResult> {
     return this.call('POST', '/api/bootstrap', { username });
   }
 
-  me(): Promise<{ user: User }> {
-    return this.call('GET', '/api/me');
+  /**
+   * Whether this key is accepted: a 401 (as a TerdutApiError) if not. `GET /api/users?username=`
+   * is served by every server version the operator supports; `GET /api/me`, the obvious
+   * choice, exists only from v0.10.2 and older servers answer it with a plain 404.
+   */
+  async checkKey(username: string): Promise<void> {
+    await this.findUser(username);
   }
 
   listUsers(): Promise<User[]> {

@@ -73,7 +73,7 @@ export async function connect(
   signal: AbortSignal,
   /**
    * For a finalizer: skip consent. Revocation stops changes, not clean-up (§4.6): a
-   * revoked team's deletion still deletes its server-side team with the mirror kept for it.
+   * revoked team's deletion still deletes its server-side team, with the server's own key.
    */
   purpose: 'change' | 'cleanup' = 'change',
 ): Promise<Link> {
@@ -89,10 +89,7 @@ export async function connect(
     };
   }
   let labels: Readonly<Record<string, string>> | undefined;
-  if (
-    purpose === 'change' &&
-    needsNamespaceLabels(teamNamespace, serverNamespace, server.spec.allowedTeams)
-  ) {
+  if (needsNamespaceLabels(teamNamespace, serverNamespace, server.spec.allowedTeams)) {
     // One Get of the team's own Namespace, never a List (§4.6): labels as they are now.
     try {
       const ns = await deps.client.get(NAMESPACE, teamNamespace);
@@ -109,9 +106,12 @@ export async function connect(
     ...(server.spec.allowedTeams ? { allowedTeams: server.spec.allowedTeams } : {}),
     ...(labels ? { namespaceLabels: labels } : {}),
   });
+  // A revoked team's finalizer: its namespace holds no copy any more (revocation deletes
+  // it), so the deletion uses the server's own key, read from the operator's cache in the
+  // server's namespace; no copy is written for it.
   const decision =
     purpose === 'cleanup'
-      ? { permitted: true as const, crossNamespace: teamNamespace !== serverNamespace }
+      ? { permitted: true as const, crossNamespace: decided.permitted && teamNamespace !== serverNamespace }
       : decided;
   if (!decision.permitted) {
     return { kind: 'Blocked', reason: Reason.RefNotPermitted, message: decision.message, revoked: true };

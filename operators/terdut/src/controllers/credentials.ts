@@ -2,9 +2,13 @@
  * The operator's own key for a terdut-server (this project's answer to DESIGN §6 points 1,
  * 5 and 6, and §13): the real server has a repeatable path, users and their API keys.
  *
- * - A fresh server: `POST /api/bootstrap` (201) gives a one-time admin key, used at once
- *   to create the operator's user `terdut-operator` and mint its key; only that key is
- *   kept, in `<server>-operator-credentials`.
+ * - A fresh server: `POST /api/bootstrap` (201) gives a one-time admin key. It is written
+ *   into `<server>-operator-credentials` (as `adminKey`) before any other call, and every
+ *   later step resumes from what that Secret holds: find or create the user
+ *   `terdut-operator`, mint its key, write that key beside the admin key. The admin key is
+ *   kept (the server's only admin credential; never mirrored). A Secret write that fails
+ *   keeps the unsaved keys in this process (`PendingKeys`) and is retried before anything
+ *   else on the next reconcile.
  * - A server bootstrapped by someone else (403 from bootstrap, a chart Job that won the
  *   race, a person): the admin key in `spec.credentials.adminKeySecretRef` does the same.
  * - Neither: Bootstrapped=False, AdminCredentialRequired, and a message saying what to do.
@@ -35,10 +39,12 @@ import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
   ROTATE_ANNOTATION,
+  SERVER_ANNOTATION,
   SERVER_LABEL,
+  serverLabelValue,
 } from '../domain/names.ts';
 import { EventReason, Reason } from '../domain/reasons.ts';
-import { secretData, secretValue, writeStatus } from './common.ts';
+import { errorMessage, secretData, secretValue, writeStatus } from './common.ts';
 import { SECRET_GVK } from './finish.ts';
 
 /** What the credentials step concluded, for the Bootstrapped condition. */
@@ -53,10 +59,21 @@ export type CredentialsOutcome =
 
 export type OperatorCredentials = NonNullable<TerdutServerStatus['operatorCredentials']>;
 
+/** The credentials Secret's data, decoded: the operator's key and, after its own bootstrap, the admin key. */
+export type StoredKeys = Partial<Record<(typeof CREDENTIALS_KEYS)[keyof typeof CREDENTIALS_KEYS], string>>;
+
+/**
+ * Keys the server handed out whose Secret write failed, by TerdutServer UID: held for the
+ * life of the process and written first on the next reconcile, so that a refused write
+ * (an admission policy, an apiserver hiccup) does not lose a one-time secret.
+ */
+export type PendingKeys = Map<string, StoredKeys>;
+
 export interface CredentialsDeps {
   readonly client: KubeClient;
   readonly recorder: EventRecorder;
   readonly now: () => number;
+  readonly pending: PendingKeys;
 }
 
 const DEFAULT_ADMIN_KEY = 'apiKey';
@@ -65,11 +82,18 @@ const DEFAULT_ADMIN_KEY = 'apiKey';
 const keyName = (server: TerdutServer, now: number): string =>
   `terdut-operator ${server.metadata.namespace}/${server.metadata.name} ${new Date(now).toISOString()}`;
 
+/** The Secret write failed: the keys stay in `PendingKeys`; the reconcile reports it and retries. */
+class NotSaved extends Error {
+  override readonly name = 'NotSaved';
+}
+
 export class Credentials {
   private readonly deps: CredentialsDeps;
   /** The server as this reconcile last wrote its status (each step starts from it). */
   private server: TerdutServer;
   private readonly api: TerdutApi;
+  /** What the credentials Secret holds (as this reconcile last wrote it). */
+  private stored: StoredKeys = {};
 
   constructor(deps: CredentialsDeps, server: TerdutServer, api: TerdutApi) {
     this.deps = deps;
@@ -83,6 +107,10 @@ export class Credentials {
 
   private get creds(): OperatorCredentials {
     return this.server.status?.operatorCredentials ?? {};
+  }
+
+  private get uid(): string {
+    return this.server.metadata.uid ?? `${this.server.metadata.namespace}/${this.server.metadata.name}`;
   }
 
   private async setCreds(next: OperatorCredentials, extra: Partial<TerdutServerStatus> = {}): Promise<void> {
@@ -99,33 +127,48 @@ export class Credentials {
     return this.deps.client.find(SECRET_GVK, this.secretName(), this.server.metadata.namespace);
   }
 
-  private async writeSecret(key: { apiKey: string; keyID: number; userID: number }): Promise<void> {
+  /**
+   * Writes `add` on top of what the Secret holds, in one apply of the whole data (one field
+   * manager: a field left out would be removed). On failure the new keys wait in `pending`.
+   */
+  private async save(add: StoredKeys): Promise<void> {
+    const next: StoredKeys = { ...this.stored, ...this.deps.pending.get(this.uid), ...add };
     const server = this.server;
-    await this.deps.client.apply(
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: {
-          name: this.secretName(),
-          namespace: server.metadata.namespace,
-          labels: {
-            [MANAGED_BY_LABEL]: MANAGED_BY,
-            [SERVER_LABEL]: `${server.metadata.namespace}.${server.metadata.name}`,
+    const data: Record<string, string> = {};
+    for (const [k, v] of Object.entries(next)) if (v !== undefined) data[k] = v;
+    try {
+      await this.deps.client.apply(
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name: this.secretName(),
+            namespace: server.metadata.namespace,
+            labels: {
+              [MANAGED_BY_LABEL]: MANAGED_BY,
+              [SERVER_LABEL]: serverLabelValue(server.metadata.namespace ?? '', server.metadata.name ?? ''),
+            },
+            annotations: { [SERVER_ANNOTATION]: `${server.metadata.namespace}/${server.metadata.name}` },
+            ownerReferences: [controllerReference(server as KubeObject)],
+            // Kept readable until the server's last team has been deleted on the server (a
+            // namespace deletion removes Secrets first): the server's finalizer lifts it.
+            finalizers: [FINALIZER],
           },
-          ownerReferences: [controllerReference(server as KubeObject)],
-          // Kept readable until the server's last team has been deleted on the server (a
-          // namespace deletion removes Secrets first): the server's finalizer lifts it.
-          finalizers: [FINALIZER],
+          type: 'Opaque',
+          data: secretData(data),
         },
-        type: 'Opaque',
-        data: secretData({
-          [CREDENTIALS_KEYS.apiKey]: key.apiKey,
-          [CREDENTIALS_KEYS.keyID]: String(key.keyID),
-          [CREDENTIALS_KEYS.userID]: String(key.userID),
-        }),
-      },
-      { fieldManager: FIELD_MANAGER, force: true },
-    );
+        { fieldManager: FIELD_MANAGER, force: true },
+      );
+    } catch (err) {
+      this.deps.pending.set(this.uid, { ...this.deps.pending.get(this.uid), ...add });
+      // The apiserver's refusal names the object and the policy, never the data.
+      throw new NotSaved(
+        `writing Secret ${server.metadata.namespace}/${this.secretName()} failed (${errorMessage(err)}); ` +
+          'the keys the server issued are held by the operator and written on the next attempt',
+      );
+    }
+    this.deps.pending.delete(this.uid);
+    this.stored = next;
   }
 
   /** The admin key named in spec, if any: undefined when unset; an error message when unreadable. */
@@ -160,12 +203,16 @@ export class Credentials {
     }
   }
 
-  /** Mints the operator's key with an admin key and keeps it. */
+  /** Mints the operator's key with an admin key and keeps it (written the moment it is returned). */
   private async mintWith(admin: TerdutApi, how: string): Promise<CredentialsOutcome> {
     const now = this.deps.now();
     const userID = await this.botUser(admin);
     const minted = await admin.createApiKey(userID, keyName(this.server, now));
-    await this.writeSecret({ apiKey: minted.key, keyID: minted.id, userID });
+    await this.save({
+      [CREDENTIALS_KEYS.apiKey]: minted.key,
+      [CREDENTIALS_KEYS.keyID]: String(minted.id),
+      [CREDENTIALS_KEYS.userID]: String(userID),
+    });
     await this.setCreds(
       { userID, keyID: minted.id, mintedAt: new Date(now).toISOString(), ...this.rotateMark() },
       { operatorCredentialsSecretRef: { name: this.secretName() } },
@@ -187,19 +234,44 @@ export class Credentials {
 
   /** Makes sure the operator holds a working key, minting or rotating one as needed. */
   async ensure(): Promise<CredentialsOutcome> {
+    try {
+      return await this.ensureKeys();
+    } catch (err) {
+      if (!(err instanceof NotSaved)) throw err;
+      return { kind: 'NotReady', reason: Reason.CredentialsNotSaved, message: err.message };
+    }
+  }
+
+  private async ensureKeys(): Promise<CredentialsOutcome> {
     const secret = await this.readSecret();
-    const apiKey = secretValue(secret, CREDENTIALS_KEYS.apiKey);
+    for (const k of Object.values(CREDENTIALS_KEYS)) {
+      const v = secretValue(secret, k);
+      if (v !== undefined) this.stored[k] = v;
+    }
+    // 0. Keys a failed write left in memory go to the Secret before any call to the server.
+    if (this.deps.pending.has(this.uid)) await this.save({});
+    const apiKey = this.stored.apiKey;
     if (apiKey) {
       const keyed = this.api.withKey(apiKey);
       try {
-        await keyed.me();
+        await keyed.checkKey(BOT_USERNAME);
         if (this.server.status?.operatorCredentialsSecretRef?.name !== this.secretName()) {
           await this.setCreds(this.creds, { operatorCredentialsSecretRef: { name: this.secretName() } });
         }
-        return await this.rotateIfDue(keyed, apiKey, secret);
+        return await this.rotateIfDue(keyed, apiKey);
       } catch (err) {
         if (!isStatus(err, 401)) throw err;
         // The key was deleted on the server (by a person, or a rotation whose Secret swap was lost).
+      }
+    }
+    // 1. The admin key of this operator's own bootstrap, kept in the Secret: resume from it.
+    const ownAdmin = this.stored.adminKey;
+    if (ownAdmin) {
+      try {
+        return await this.mintWith(this.api.withKey(ownAdmin), 'with the admin key of its own bootstrap');
+      } catch (err) {
+        if (!isStatus(err, 401)) throw err;
+        // Someone deleted that admin key on the server: an admin key from spec is the way left.
       }
     }
     const admin = await this.adminKey();
@@ -210,15 +282,9 @@ export class Credentials {
         this.api.withKey(admin.key),
         'minted with the admin key of spec.credentials.adminKeySecretRef',
       );
+    let boot: Awaited<ReturnType<TerdutApi['bootstrap']>>;
     try {
-      const boot = await this.api.bootstrap('admin');
-      this.deps.recorder.event(this.server, {
-        type: EventType.Normal,
-        reason: EventReason.Bootstrapped,
-        action: 'Bootstrap',
-        note: `bootstrapped the server (admin user ${boot.user.id}); the admin key is used once and not kept`,
-      });
-      return await this.mintWith(this.api.withKey(boot.api_key.key), 'after bootstrap');
+      boot = await this.api.bootstrap('admin');
     } catch (err) {
       if (!isStatus(err, 403)) throw err;
       return {
@@ -233,16 +299,25 @@ export class Credentials {
           'create a Secret holding an admin API key under "apiKey" and name it in spec.credentials.adminKeySecretRef',
       };
     }
+    // 2. Written down before any other call: the one-time admin key exists nowhere else.
+    await this.save({
+      [CREDENTIALS_KEYS.adminKey]: boot.api_key.key,
+      [CREDENTIALS_KEYS.adminKeyID]: String(boot.api_key.id),
+      [CREDENTIALS_KEYS.adminUserID]: String(boot.user.id),
+    });
+    this.deps.recorder.event(this.server, {
+      type: EventType.Normal,
+      reason: EventReason.Bootstrapped,
+      action: 'Bootstrap',
+      note: `bootstrapped the server (admin user ${boot.user.id}, key ${boot.api_key.id}); the admin key is kept in Secret ${this.secretName()} under ${CREDENTIALS_KEYS.adminKey} and never mirrored`,
+    });
+    return this.mintWith(this.api.withKey(boot.api_key.key), 'after bootstrap');
   }
 
-  private async rotateIfDue(
-    keyed: TerdutApi,
-    apiKey: string,
-    secret: KubeObject | undefined,
-  ): Promise<CredentialsOutcome> {
+  private async rotateIfDue(keyed: TerdutApi, apiKey: string): Promise<CredentialsOutcome> {
     const creds = this.creds;
-    const secretKeyID = Number(secretValue(secret, CREDENTIALS_KEYS.keyID));
-    const userID = Number(secretValue(secret, CREDENTIALS_KEYS.userID) ?? creds.userID);
+    const secretKeyID = Number(this.stored.keyID);
+    const userID = Number(this.stored.userID ?? creds.userID);
     // A rotation interrupted after the Secret swap: finish it (status catches up with the Secret, the old key goes).
     if (creds.retiringKeyID !== undefined && creds.retiringKeyID !== secretKeyID) {
       await this.retire(keyed, userID, creds.retiringKeyID, secretKeyID);
@@ -275,7 +350,11 @@ export class Credentials {
     await this.setCreds({ ...this.creds, retiringKeyID: secretKeyID });
     // 2. Mint, 3. swap the Secret, 4. status, 5. delete the old key.
     const minted = await keyed.createApiKey(userID, keyName(this.server, now));
-    await this.writeSecret({ apiKey: minted.key, keyID: minted.id, userID });
+    await this.save({
+      [CREDENTIALS_KEYS.apiKey]: minted.key,
+      [CREDENTIALS_KEYS.keyID]: String(minted.id),
+      [CREDENTIALS_KEYS.userID]: String(userID),
+    });
     await this.setCreds({
       ...this.creds,
       userID,

@@ -22,13 +22,7 @@ import {
 import { TERDUT_SERVER, type TerdutServer, type TerdutServerStatus } from '../api/terdut-server.ts';
 import { TERDUT_TEAM, type TerdutTeam } from '../api/terdut-team.ts';
 import { TerdutApiError } from '../client/terdut-api.ts';
-import {
-  credentialsSecretName,
-  FIELD_MANAGER,
-  FINALIZER,
-  MANAGED_SELECTOR,
-  SERVER_LABEL,
-} from '../domain/names.ts';
+import { credentialsSecretName, FIELD_MANAGER, FINALIZER, MANAGED_SELECTOR } from '../domain/names.ts';
 import { ConditionType, EventReason, Reason } from '../domain/reasons.ts';
 import {
   type ClusterLookup,
@@ -55,9 +49,9 @@ import {
   writeStatus,
 } from './common.ts';
 import { apiFor } from './connection.ts';
-import { Credentials, type CredentialsOutcome } from './credentials.ts';
+import { Credentials, type CredentialsOutcome, type PendingKeys } from './credentials.ts';
 import { reconcileWithFinalizer, SECRET_GVK } from './finish.ts';
-import { deleteMirror, mirrorsOf, syncMirrors } from './mirrors.ts';
+import { deleteMirror, mirrorsOf, serverKeyOfSecret, syncMirrors } from './mirrors.ts';
 import { TEAM_BY_SERVER, teamServerKey } from './terdut-team.ts';
 
 const WAIT_MS = 5_000;
@@ -78,6 +72,7 @@ export function addTerdutServerController(
   const owned = { labelSelector: MANAGED_SELECTOR };
   const deployments = manager.cache.informer(DEPLOYMENT, owned);
   const services = manager.cache.informer(SERVICE, owned);
+  const pending: PendingKeys = new Map();
   const clusters = opts.zalando ? manager.cache.informer<ZalandoPostgresql>(POSTGRESQL) : undefined;
 
   async function resolveDb(server: TerdutServer): Promise<DatabaseResolution> {
@@ -177,7 +172,11 @@ export function addTerdutServerController(
     } catch (err) {
       healthy = { ok: false, message: errorMessage(err) };
     }
-    const creds = new Credentials({ client: ctx.client, recorder, now: () => clock.now() }, server, api);
+    const creds = new Credentials(
+      { client: ctx.client, recorder, now: () => clock.now(), pending },
+      server,
+      api,
+    );
     let outcome: CredentialsOutcome | undefined;
     if (healthy.ok) {
       try {
@@ -234,12 +233,18 @@ export function addTerdutServerController(
       secrets: shared.secrets,
       data: outcome?.kind === 'Ready' ? credsSecret?.data : undefined,
       log: ctx.log,
-      onChange: (what, namespace, secret) =>
+      onChange: (what, namespace, secret, revoked) =>
         recorder.event(server, {
           type: EventType.Normal,
           reason: what === 'written' ? EventReason.MirrorWritten : EventReason.MirrorDeleted,
           action: what === 'written' ? 'Mirror' : 'Unmirror',
-          note: `Secret ${namespace}/${secret} ${what === 'written' ? 'written for a TerdutTeam there' : 'deleted: no TerdutTeam there needs it'}`,
+          note: `Secret ${namespace}/${secret} ${
+            what === 'written'
+              ? 'written for a TerdutTeam there'
+              : revoked
+                ? 'deleted: spec.allowedTeams no longer admits namespace ' + namespace + ' (consent revoked)'
+                : 'deleted: no TerdutTeam there needs it'
+          }`,
         }),
     });
 
@@ -324,10 +329,8 @@ export function addTerdutServerController(
     .watches(
       SECRET_GVK,
       (s) => {
-        const label = s.metadata.labels?.[SERVER_LABEL];
-        if (!label) return [];
-        const dot = label.indexOf('.');
-        return [`${label.slice(0, dot)}/${label.slice(dot + 1)}`];
+        const key = serverKeyOfSecret(s);
+        return key ? [key] : [];
       },
       owned,
     )

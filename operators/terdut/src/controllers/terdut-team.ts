@@ -17,8 +17,9 @@ import {
 import { TERDUT_SERVER } from '../api/terdut-server.ts';
 import { TERDUT_TEAM, type TerdutTeam, type TerdutTeamStatus } from '../api/terdut-team.ts';
 import { isStatus, type Team, TerdutApiError } from '../client/terdut-api.ts';
-import { FINALIZER, MANAGED_SELECTOR, SERVER_LABEL } from '../domain/names.ts';
+import { FINALIZER, MANAGED_SELECTOR } from '../domain/names.ts';
 import { ConditionType, EventReason, Reason } from '../domain/reasons.ts';
+import { teamCallRefusal } from '../domain/server-refusal.ts';
 import { adoptable, teamUpdates } from '../domain/team.ts';
 import type { SharedCaches } from './child-controller.ts';
 import {
@@ -34,6 +35,7 @@ import {
 } from './common.ts';
 import { connect } from './connection.ts';
 import { reconcileWithFinalizer, SECRET_GVK } from './finish.ts';
+import { serverKeyOfSecret } from './mirrors.ts';
 
 export const TEAM_BY_SERVER = 'terdut.serverKey';
 
@@ -204,6 +206,7 @@ export function addTerdutTeamController(
       }
     } catch (err) {
       if (!(err instanceof TerdutApiError)) throw err;
+      const refusal = teamCallRefusal({ status: err.status, message: errorMessage(err), serverKey });
       // An ID learned before the failure is kept: the next reconcile must not create a second team.
       await writeStatus(
         ctx.client,
@@ -211,16 +214,18 @@ export function addTerdutTeamController(
         team,
         status(team, id === undefined ? {} : { teamID: id, server: serverKey }, {
           ok: false,
-          reason: Reason.ServerError,
-          message: errorMessage(err),
+          reason: refusal.reason,
+          message: refusal.message,
         }),
       );
       recorder.event(team, {
         type: EventType.Warning,
-        reason: EventReason.SyncFailed,
+        reason: refusal.reason === Reason.ServerError ? EventReason.SyncFailed : refusal.reason,
         action: 'Sync',
-        note: errorMessage(err),
+        note: refusal.message,
       });
+      // A missing right is not a transient failure: look again at the resync, not in a backoff loop.
+      if (refusal.reason === Reason.TeamPermissionDenied) return { requeueAfterMs: resyncMs };
       throw err;
     }
     await writeStatus(
@@ -278,12 +283,9 @@ export function addTerdutTeamController(
 
   /** Secrets labelled with a server key → the teams of that server in the Secret's namespace (its mirror) or all (its own). */
   const teamsOfSecret = (s: KubeObject): string[] => {
-    const label = s.metadata.labels?.[SERVER_LABEL];
-    if (!label) return [];
-    const [serverNs, serverName] = label.split('.', 2) as [string, string];
-    return teams.store
-      .byIndex(TEAM_BY_SERVER, `${serverNs}/${serverName}`)
-      .map((t) => `${t.metadata.namespace}/${t.metadata.name}`);
+    const key = serverKeyOfSecret(s);
+    if (!key) return [];
+    return teams.store.byIndex(TEAM_BY_SERVER, key).map((t) => `${t.metadata.namespace}/${t.metadata.name}`);
   };
 
   return manager

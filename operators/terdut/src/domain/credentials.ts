@@ -25,13 +25,13 @@ export function rotationDue(input: {
 }
 
 /**
- * The namespaces that need a mirror of a server's credentials (§6.4): those where a
- * TerdutTeam of another namespace references the server and is either permitted now, or
- * still holds a server-side team its finalizer must delete (a revoked team keeps its
- * namespace's mirror until it is gone: revocation stops changes, not clean-up).
+ * The namespaces that get a mirror of a server's key (§6.4): those where a TerdutTeam of
+ * another namespace references the server and is permitted now. Revocation removes the
+ * copy (§6.4: "revoked allowedTeams"); a revoked team's finalizer deletes its server-side
+ * team with the server's own key, read in the server's namespace, never a new copy.
  */
 export function mirrorNamespaces(
-  teams: readonly { readonly namespace: string; readonly permitted: boolean; readonly hasTeamId: boolean }[],
+  teams: readonly { readonly namespace: string; readonly permitted: boolean }[],
 ): string[] {
-  return [...new Set(teams.filter((t) => t.permitted || t.hasTeamId).map((t) => t.namespace))].sort();
+  return [...new Set(teams.filter((t) => t.permitted).map((t) => t.namespace))].sort();
 }

@@ -19,6 +19,17 @@ export const Reason = {
   CredentialsMissing: 'CredentialsMissing',
   /** The server answered an error, did not answer, or answered something that is not JSON. */
   ServerError: 'ServerError',
+  /**
+   * The server refused the operator's user (403) a team call: it reserves teams to users
+   * with a right `terdut-operator` lacks. The message names the call and the fix.
+   */
+  TeamPermissionDenied: 'TeamPermissionDenied',
+  /**
+   * A key the server issued (the bootstrap's admin key, or a freshly minted key) could not
+   * be written to the credentials Secret: the operator holds it in memory and writes it
+   * first on the next attempt, before any other call.
+   */
+  CredentialsNotSaved: 'CredentialsNotSaved',
   /** An escalation target names a user the server does not have. */
   UnknownUser: 'UnknownUser',
   /** A same-named object on the server belongs to another CR: not adopted. */

@@ -42,6 +42,17 @@ export function send(
   sendRaw(res, status, text, headers);
 }
 
+/** Sends `text` as text/plain, as Go's `http.Error` and `http.NotFound` do. */
+export function sendText(res: ServerResponse, status: number, text: string): void {
+  res
+    .writeHead(status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'x-content-type-options': 'nosniff',
+      'content-length': String(Buffer.byteLength(text)),
+    })
+    .end(text);
+}
+
 /** Sends `text` as JSON as it is, even when it is not JSON (the malformed-body knob). */
 export function sendRaw(
   res: ServerResponse,

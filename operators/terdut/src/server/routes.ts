@@ -19,12 +19,15 @@ import {
 import { INTEGRATION_KINDS, type UserRecord } from './model.ts';
 import { type Params, Router } from './router.ts';
 import { DEFAULT_BOOTSTRAP_USERNAME, type Store } from './store.ts';
+import { atLeast, type ServerVersion } from './version.ts';
 import { apiKeyView, integrationView, policyView, switchView, teamView, userView } from './views.ts';
 
 export interface Reply {
   readonly status: number;
   /** Serialized as JSON; absent means an empty body (204). */
   readonly body?: unknown;
+  /** Sent as text/plain instead of `body`: what Go's router answers for a route it does not have. */
+  readonly text?: string;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -41,16 +44,24 @@ interface AuthedContext extends Context {
   readonly actor: UserRecord;
 }
 
-type Endpoint =
+type Endpoint = (
   | { readonly auth: 'key'; readonly run: (c: AuthedContext) => Reply }
   // `run` does its own checking: no auth at all, or (ingest) an integration's key.
-  | { readonly auth: 'none'; readonly rawBody?: true; readonly run: (c: Context) => Reply };
+  | { readonly auth: 'none'; readonly rawBody?: true; readonly run: (c: Context) => Reply }
+) & {
+  /** The first server version with this route; older versions do not have it (a plain 404). */
+  readonly since?: ServerVersion;
+};
 
 const ok = (body: unknown): Reply => ({ status: 200, body });
 const created = (body: unknown): Reply => ({ status: 201, body });
 const noContent: Reply = { status: 204 };
 
-const authed = (run: (c: AuthedContext) => Reply): Endpoint => ({ auth: 'key', run });
+const authed = (run: (c: AuthedContext) => Reply, since?: ServerVersion): Endpoint => ({
+  auth: 'key',
+  run,
+  ...(since ? { since } : {}),
+});
 
 export const STATUS_OK = { status: 'ok' } as const;
 export const STATUS_ACCEPTED = { status: 'accepted' } as const;
@@ -73,7 +84,9 @@ const router = new Router<Endpoint>([
   // No passwords on the stand-in: the web UI's login is out of scope.
   {
     pattern: '/api/me',
-    methods: { GET: authed(({ actor }) => ok({ user: userView(actor), has_password: false })) },
+    methods: {
+      GET: authed(({ actor }) => ok({ user: userView(actor), has_password: false }), '0.10.2'),
+    },
   },
   {
     pattern: '/api/users',
@@ -253,6 +266,13 @@ export interface ApiRequest {
   readonly authorization: string | undefined;
   readonly body: string;
   readonly publicUrl: string;
+  /** The release the stand-in plays (routes newer than it are unknown). */
+  readonly version: ServerVersion;
+  /**
+   * A server that reserves teams to admins: every `/api/teams` route answers a non-admin
+   * 403. The contract is silent on who may manage teams; this plays the strict reading.
+   */
+  readonly teamsAdminOnly?: boolean;
 }
 
 export interface ApiOutcome {
@@ -267,9 +287,16 @@ const errorReply = (status: number, error: string, headers?: Record<string, stri
   ...(headers ? { headers } : {}),
 });
 
+/** Go's `http.NotFound`: the real router's answer to a path it has no route for, in every version. */
+export const GO_NOT_FOUND = '404 page not found\n';
+const noRoute: Reply = { status: 404, text: GO_NOT_FOUND };
+
 export function dispatch(store: Store, req: ApiRequest): ApiOutcome {
   const m = router.match(req.method, req.path);
-  if (m.kind === 'no-route') return { reply: errorReply(404, MSG.notFound) };
+  if (m.kind === 'no-route') return { reply: noRoute };
+  if (m.kind === 'found' && m.endpoint.since && !atLeast(req.version, m.endpoint.since)) {
+    return { reply: noRoute };
+  }
   if (m.kind === 'wrong-method') {
     return { reply: errorReply(405, MSG.methodNotAllowed, { allow: m.allow.join(', ') }) };
   }
@@ -283,6 +310,9 @@ export function dispatch(store: Store, req: ApiRequest): ApiOutcome {
     const actor = store.authenticate(bearer);
     if (!actor) return { reply: errorReply(401, MSG.unauthorized) };
     who = { userId: actor.id };
+    if (req.teamsAdminOnly && !actor.admin && req.path.startsWith('/api/teams')) {
+      return { reply: errorReply(403, MSG.forbidden), ...who };
+    }
     run = (c) => endpoint.run({ ...c, actor });
   }
   const rawBody = endpoint.auth === 'none' && endpoint.rawBody === true;

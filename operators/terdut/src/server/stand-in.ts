@@ -18,15 +18,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CONTROL_PREFIX, type ControlDeps, handleControl } from './control.ts';
 import { MSG } from './errors.ts';
 import { DEFAULT_FAIL_STATUS, type FaultFilter, type FaultKind, Faults } from './faults.ts';
-import { BodyTooLarge, readBody, send, sendRaw } from './http-io.ts';
+import { BodyTooLarge, readBody, send, sendRaw, sendText } from './http-io.ts';
 import type { StandInSnapshot } from './model.ts';
 import { type RecordedRequest, RequestLog } from './request-log.ts';
 import { dispatch, type Reply } from './routes.ts';
 import { Store } from './store.ts';
+import { DEFAULT_SERVER_VERSION, type ServerVersion } from './version.ts';
 
 export type { FaultFilter, FaultKind } from './faults.ts';
 export type { StandInSnapshot } from './model.ts';
 export type { RecordedRequest } from './request-log.ts';
+export { DEFAULT_SERVER_VERSION, SERVER_VERSIONS, type ServerVersion } from './version.ts';
 
 export const DEFAULT_HOST = '127.0.0.1';
 /** Every log line starts with this, so nobody mistakes the stand-in for the real server. */
@@ -42,6 +44,10 @@ export interface StandInOptions {
   readonly publicUrl?: string;
   /** Receives one line per event; silent when absent. Never given a secret. */
   readonly log?: (line: string) => void;
+  /** The release to play (version.ts); the DESIGN's default image, v0.9.3, when absent. */
+  readonly version?: ServerVersion;
+  /** Team routes refuse non-admin keys with 403 (see routes.ts `teamsAdminOnly`). */
+  readonly teamsAdminOnly?: boolean;
 }
 
 export interface FailOptions extends FaultFilter {
@@ -52,6 +58,8 @@ export interface FailOptions extends FaultFilter {
 export interface StandIn {
   /** `http://host:port`, the same across stop()/start(). */
   readonly url: string;
+  /** The release it plays. */
+  readonly version: ServerVersion;
   /** Every request so far (including /healthz, excluding /_standin/), oldest first; a copy. */
   readonly requests: readonly RecordedRequest[];
   /** Closes for good. */
@@ -75,6 +83,8 @@ export interface StandIn {
   snapshot(): StandInSnapshot;
   /** Every API key and integration key ever issued, deleted or not. */
   issuedSecrets(): readonly string[];
+  /** Whose key `secret` is (a username), if it is a live key: for tests, on every version. */
+  keyOwner(secret: string): string | undefined;
 }
 
 function urlHost(host: string): string {
@@ -87,6 +97,7 @@ function describeFilter(f: FaultFilter): string {
 
 export async function startStandIn(opts: StandInOptions = {}): Promise<StandIn> {
   const host = opts.host ?? DEFAULT_HOST;
+  const version = opts.version ?? DEFAULT_SERVER_VERSION;
   const log = opts.log ?? (() => {});
   const store = new Store();
   const faults = new Faults();
@@ -173,6 +184,8 @@ export async function startStandIn(opts: StandInOptions = {}): Promise<StandIn> 
       authorization: req.headers.authorization,
       body,
       publicUrl,
+      version,
+      ...(opts.teamsAdminOnly ? { teamsAdminOnly: true } : {}),
     });
     record(reply.status, userId);
     if (fault?.kind === 'dropAfterCommit') {
@@ -180,7 +193,8 @@ export async function startStandIn(opts: StandInOptions = {}): Promise<StandIn> 
       req.socket.destroy();
       return;
     }
-    send(res, reply.status, reply.body, reply.headers);
+    if (reply.text !== undefined) sendText(res, reply.status, reply.text);
+    else send(res, reply.status, reply.body, reply.headers);
   }
 
   const server: Server = createServer((req, res) => {
@@ -214,7 +228,7 @@ export async function startStandIn(opts: StandInOptions = {}): Promise<StandIn> 
   const port = (server.address() as AddressInfo).port;
   const url = `http://${urlHost(host)}:${port}`;
   publicUrl = (opts.publicUrl ?? url).replace(/\/+$/, '');
-  log(`${LOG_PREFIX} listening on ${url}`);
+  log(`${LOG_PREFIX} listening on ${url} (as terdut-server v${version})`);
 
   function arm(kind: FaultKind, n: number, filter: FaultFilter, status?: number): void {
     const f: FaultFilter = {
@@ -227,6 +241,7 @@ export async function startStandIn(opts: StandInOptions = {}): Promise<StandIn> 
 
   return {
     url,
+    version,
     get requests() {
       return requestLog.list();
     },
@@ -256,5 +271,6 @@ export async function startStandIn(opts: StandInOptions = {}): Promise<StandIn> 
     clearRequests: () => requestLog.clear(),
     snapshot: () => store.snapshot(),
     issuedSecrets: () => store.issuedSecrets(),
+    keyOwner: (secret) => store.authenticateQuietly(secret)?.username,
   };
 }

@@ -95,6 +95,13 @@ export class Store {
     return this.users.get(key.userId);
   }
 
+  /** The user behind a live key, without marking it used (for tests asking whose key a Secret holds). */
+  authenticateQuietly(secret: string): UserRecord | undefined {
+    const keyId = this.keyIdBySecret.get(secret);
+    const key = keyId === undefined ? undefined : this.keys.get(keyId);
+    return key ? this.users.get(key.userId) : undefined;
+  }
+
   listUsers(username: string | null): UserRecord[] {
     return [...this.users.values()].filter((u) => username === null || u.username === username);
   }

@@ -36,7 +36,7 @@ import {
 import { TERDUT_TEAM, terdutTeamCrd } from '../../src/api/terdut-team.ts';
 import type { TerdutControllerOptions } from '../../src/controllers/common.ts';
 import { createOperator, type Operator } from '../../src/operator.ts';
-import { type StandIn, startStandIn } from '../../src/server/stand-in.ts';
+import { type StandIn, type StandInOptions, startStandIn } from '../../src/server/stand-in.ts';
 
 export const KINDS = {
   server: TERDUT_SERVER,
@@ -138,12 +138,12 @@ export class Harness {
     return this.env.admin;
   }
 
-  /** The stand-in behind TerdutServer ns/name (made on first use). */
-  async standIn(ns: string, name: string): Promise<StandIn> {
+  /** The stand-in behind TerdutServer ns/name (made on first use, with `opts`: a version, …). */
+  async standIn(ns: string, name: string, opts: StandInOptions = {}): Promise<StandIn> {
     const key = `${ns}/${name}`;
     let s = this.standIns.get(key);
     if (!s) {
-      s = await startStandIn();
+      s = await startStandIn(opts);
       this.standIns.set(key, s);
     }
     return s;
@@ -232,8 +232,13 @@ export class Harness {
   }
 
   /** A TerdutServer with a bring-your-own DSN (no password) and its own stand-in. */
-  async server(ns: string, name = 'terdut', spec: Record<string, unknown> = {}): Promise<StandIn> {
-    const s = await this.standIn(ns, name);
+  async server(
+    ns: string,
+    name = 'terdut',
+    spec: Record<string, unknown> = {},
+    standIn: StandInOptions = {},
+  ): Promise<StandIn> {
+    const s = await this.standIn(ns, name, standIn);
     await this.create(TERDUT_SERVER, ns, name, {
       database: { dsn: `postgres://terdut@${name}-db:5432/terdut` },
       ...spec,
