@@ -10,15 +10,40 @@ import fc from 'fast-check';
 import {
   type AuthzReader,
   type ClusterProviderPolicy,
+  clusterWatchRuleGate,
   GateReadError,
   type GitTargetRef,
   gitTargetAdmitted,
   resolveWatchRuleSourceScope,
   supersededFieldRefusal,
   type WatchRuleItems,
+  watchRuleTargetGate,
 } from '../src/domain/authz/index.ts';
 
 type Spec = NonNullable<ClusterProviderPolicy['spec']>;
+
+/**
+ * Upstream's messages, transcribed from the Go format strings of ConfigButler/gitops-reverser
+ * `internal/authz` (clusterprovider_admission.go, source_namespace.go, superseded_fields.go)
+ * and `internal/watch` (the ClusterWatchRule compile path). A second, literal spelling: never
+ * our own message builders.
+ */
+const UPSTREAM = {
+  providerNotFound: (p: string) =>
+    `referenced ClusterProvider "${p}" was not found; a GitTarget may mirror a source cluster only through an existing ClusterProvider. The operator never creates one: declare it yourself, or let the chart render "default" via clusterProvider.createDefault`,
+  clusterProviderRenamed: (p: string, field: string, replacement: string) =>
+    `ClusterProvider "${p}" still sets ${field}, renamed to ${replacement} in this release. Same shape, same default, same semantics: rename the key. It is refused rather than ignored because ignoring it would revoke what it grants without saying so`,
+  gitProviderMoved: (ns: string, name: string, field: string, replacement: string) =>
+    `GitProvider ${ns}/${name} still sets ${field}, which moved to ${replacement} in this release. Writes through this provider are STOPPED rather than made at the default cadence and wording, because a folder committing on settings nobody chose is worse than one that is not committing. Set the values on each GitTarget that needs them, then remove them here`,
+  gitTargetRemoved: (ns: string, name: string) =>
+    `GitTarget ${ns}/${name} still sets spec.allowedSourceNamespaces, which this release removed. It is refused rather than ignored, because ignoring it would leave a field that reads like a bound on which source namespaces reach this folder while enforcing nothing. Source-cluster RBAC now bounds what may be read and ClusterProvider.spec.accessFrom bounds which namespaces may wield it; a rules[].sourceNamespace other than a WatchRule's own namespace needs only ClusterProvider.spec.allowAnySourceNamespace. Note that "*" no longer means "every namespace this GitTarget admits": it is every namespace the credential can read. Delete spec.allowedSourceNamespaces to clear this`,
+  delegatesNothing: (p: string) =>
+    `referenced ClusterProvider "${p}" was not found, so it delegates nothing; a WatchRule may watch a namespace other than its own only through an existing provider that sets spec.allowAnySourceNamespace`,
+  notAtAll: (ns: string, name: string, p: string, why: string) =>
+    `GitTarget ${ns}/${name} may not mirror through ClusterProvider "${p}" at all: ${why}`,
+  noDelegation: (p: string, own: string) =>
+    `ClusterProvider "${p}" does not set spec.allowAnySourceNamespace; a WatchRule may watch only its own namespace "${own}" until a platform admin delegates that choice`,
+} as const;
 
 /** A reader over literal objects that records every read and can fail one. */
 function reader(opts: {
@@ -59,7 +84,8 @@ describe('gitTargetAdmitted', () => {
     target: GitTargetRef;
     allowed: boolean;
     reason?: string;
-    message?: RegExp;
+    /** The whole message, exactly (upstream's wording). */
+    message?: string;
     reads: string[];
   };
   const cases: Case[] = [
@@ -69,7 +95,7 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'ClusterProviderNotFound',
-      message: /^referenced ClusterProvider "default" was not found/,
+      message: UPSTREAM.providerNotFound('default'),
       reads: ['ClusterProvider/default'],
     },
     {
@@ -78,7 +104,7 @@ describe('gitTargetAdmitted', () => {
       target: target('a', 'remote'),
       allowed: false,
       reason: 'ClusterProviderNotFound',
-      message: /referenced ClusterProvider "remote" was not found/,
+      message: UPSTREAM.providerNotFound('remote'),
       reads: ['ClusterProvider/remote'],
     },
     {
@@ -87,7 +113,7 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'SupersededFieldStored',
-      message: /spec\.allowedNamespaces \(replaced by spec\.accessFrom/,
+      message: UPSTREAM.clusterProviderRenamed('default', 'spec.allowedNamespaces', 'spec.accessFrom'),
       reads: ['ClusterProvider/default'],
     },
     {
@@ -104,7 +130,11 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'SupersededFieldStored',
-      message: /spec\.allowSourceNamespaceOverride \(replaced by spec\.allowAnySourceNamespace\)/,
+      message: UPSTREAM.clusterProviderRenamed(
+        'default',
+        'spec.allowSourceNamespaceOverride',
+        'spec.allowAnySourceNamespace',
+      ),
       reads: ['ClusterProvider/default'],
     },
     {
@@ -122,7 +152,7 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'NamespaceNotAuthorized',
-      message: /^namespace "a" is not permitted to reference ClusterProvider "default" \(spec\.accessFrom\)/,
+      message: 'namespace "a" is not permitted to reference ClusterProvider "default" (spec.accessFrom)',
       reads: ['ClusterProvider/default'],
     },
     {
@@ -131,7 +161,7 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'NamespaceNotAuthorized',
-      message: /deny by default/,
+      message: 'namespace "a" is not permitted to reference ClusterProvider "default" (spec.accessFrom)',
       reads: ['ClusterProvider/default'],
     },
     {
@@ -172,7 +202,7 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'NamespaceNotAuthorized',
-      message: /do not match spec\.accessFrom\.selector/,
+      message: 'namespace "a" is not permitted to reference ClusterProvider "default" (spec.accessFrom)',
       reads: ['ClusterProvider/default', 'Namespace/a'],
     },
     {
@@ -201,7 +231,8 @@ describe('gitTargetAdmitted', () => {
       target: target('a'),
       allowed: false,
       reason: 'NamespaceNotAuthorized',
-      message: /selector is invalid: matchExpressions\[0\]: operator In needs at least one value/,
+      message:
+        'ClusterProvider "default" accessFrom selector is invalid: matchExpressions[0]: operator In needs at least one value',
       reads: ['ClusterProvider/default', 'Namespace/a'],
     },
     {
@@ -227,7 +258,7 @@ describe('gitTargetAdmitted', () => {
       } else {
         assert.equal(d.reason, c.reason);
         assert.ok(d.message.length > 0, 'a denial always carries a message');
-        if (c.message) assert.match(d.message, c.message);
+        if (c.message !== undefined) assert.equal(d.message, c.message);
       }
       assert.deepEqual(r.reads, c.reads);
     });
@@ -299,6 +330,11 @@ describe('resolveWatchRuleSourceScope', () => {
     );
     assert.deepEqual(r.reads, []);
     assert.equal(s.fingerprint(), '0=team-a;1=team-a');
+    assert.equal(
+      s.message,
+      'spec.rules[0] (resources configmaps, sourceNamespace "team-a" (omitted; the WatchRule\'s own namespace)) watches this WatchRule\'s own namespace "team-a", which needs no authorization',
+      "the first item's message, as upstream",
+    );
   });
 
   it('rule 9: zero items is LegacySourceNamespace', async () => {
@@ -306,24 +342,39 @@ describe('resolveWatchRuleSourceScope', () => {
     assert.equal(s.reason, 'LegacySourceNamespace');
     assert.equal(s.admitted(), true);
     assert.equal(s.fingerprint(), '');
+    assert.equal(s.message, 'no rule items to authorize');
   });
 
-  const denials: [string, Record<string, Spec> | undefined, RegExp][] = [
-    ['the provider does not exist', undefined, /referenced ClusterProvider "default" was not found/],
+  const denials: [string, Record<string, Spec> | undefined, string][] = [
+    ['the provider does not exist', undefined, UPSTREAM.delegatesNothing('default')],
     [
       "the provider does not admit the target's namespace",
       { default: { accessFrom: { names: ['other'] }, allowAnySourceNamespace: true } },
-      /namespace "team-a" is not permitted to reference ClusterProvider "default" \(spec\.accessFrom\)/,
+      UPSTREAM.notAtAll(
+        'team-a',
+        't',
+        'default',
+        'namespace "team-a" is not permitted to reference ClusterProvider "default" (spec.accessFrom)',
+      ),
     ],
     [
       'the provider does not set allowAnySourceNamespace',
       { default: { accessFrom: { selector: {} } } },
-      /does not set spec\.allowAnySourceNamespace/,
+      UPSTREAM.noDelegation('default', 'team-a'),
     ],
     [
       'the provider stores a superseded field',
       { default: { ...open, allowSourceNamespaceOverride: true } },
-      /stores spec\.allowSourceNamespaceOverride/,
+      UPSTREAM.notAtAll(
+        'team-a',
+        't',
+        'default',
+        UPSTREAM.clusterProviderRenamed(
+          'default',
+          'spec.allowSourceNamespaceOverride',
+          'spec.allowAnySourceNamespace',
+        ),
+      ),
     ],
   ];
   for (const sourceNamespace of ['other', '*']) {
@@ -340,13 +391,10 @@ describe('resolveWatchRuleSourceScope', () => {
         assert.equal(s.items[0]?.allowed, true);
         assert.equal(s.items[1]?.allowed, false);
         assert.equal(s.items[1]?.reason, 'SourceNamespaceNotAllowed');
-        assert.ok(
-          s.message.startsWith(
-            `spec.rules[1] (resources secrets,services, sourceNamespace "${sourceNamespace}"): `,
-          ),
+        assert.equal(
           s.message,
+          `spec.rules[1] (resources secrets,services, sourceNamespace "${sourceNamespace}"): ${message}`,
         );
-        assert.match(s.message, message);
         assert.deepEqual(s.namespacesFor(1), []);
         assert.equal(s.fingerprint(), '0=team-a;1=', 'a denied item renders i=');
       });
@@ -366,9 +414,17 @@ describe('resolveWatchRuleSourceScope', () => {
     assert.deepEqual(s.namespacesFor(1), ['team-b']);
     assert.deepEqual(s.namespacesFor(2), ['team-a']);
     assert.equal(s.fingerprint(), '0=;1=team-b;2=team-a');
-    assert.match(
+    assert.equal(
       s.message,
-      /^spec\.rules\[0\] .*allowed by ClusterProvider "default" \(spec\.allowAnySourceNamespace\)/,
+      'all 3 rule item(s) are authorized; watching source namespace(s) every namespace (cluster-wide), team-a, team-b',
+    );
+    assert.deepEqual(
+      s.items.map((i) => i.message),
+      [
+        'spec.rules[0] (resources configmaps, sourceNamespace "*"): ClusterProvider "default" sets spec.allowAnySourceNamespace, so this item watches every namespace its source credential can read, as one cluster-wide stream',
+        'spec.rules[1] (resources secrets,services, sourceNamespace "team-b"): ClusterProvider "default" sets spec.allowAnySourceNamespace, so this item may watch source namespace "team-b"; whether it can is decided by that credential\'s RBAC',
+        'spec.rules[2] (resources secrets,services, sourceNamespace "team-a" (omitted; the WatchRule\'s own namespace)) watches this WatchRule\'s own namespace "team-a", which needs no authorization',
+      ],
     );
   });
 
@@ -381,7 +437,10 @@ describe('resolveWatchRuleSourceScope', () => {
   it('rule 9: the first denied item decides the aggregate message', async () => {
     const r = reader({ providers: { default: { accessFrom: { selector: {} } } }, namespaces: { a: {} } });
     const s = await resolveWatchRuleSourceScope(r, rule('a', 'x', 'y'), target('a'));
-    assert.match(s.message, /^spec\.rules\[0\] /);
+    assert.equal(
+      s.message,
+      `spec.rules[0] (resources configmaps, sourceNamespace "x"): ${UPSTREAM.noDelegation('default', 'a')}`,
+    );
   });
 
   it('rule 5: a failed provider read is an error, not a denial', async () => {
@@ -418,27 +477,124 @@ describe('resolveWatchRuleSourceScope', () => {
 
 describe('supersededFieldRefusal', () => {
   it('refuses a GitProvider storing push or commit.message, naming both replacements', () => {
-    const d = supersededFieldRefusal('GitProvider', 'github', { push: {}, commit: { message: 'x' } });
+    const d = supersededFieldRefusal(
+      'GitProvider',
+      { namespace: 'team-a', name: 'github' },
+      { push: {}, commit: { message: 'x' } },
+    );
     assert.equal(d?.allowed, false);
     assert.equal(d && !d.allowed ? d.reason : '', 'SupersededFieldStored');
-    assert.match(
+    assert.equal(
       d && !d.allowed ? d.message : '',
-      /spec\.push .*window.* and spec\.commit\.message .*GitTarget's spec\.commit\.message/,
+      UPSTREAM.gitProviderMoved(
+        'team-a',
+        'github',
+        'spec.push and spec.commit.message',
+        'GitTarget.spec.commit.window and GitTarget.spec.commit.message',
+      ),
+    );
+    const one = supersededFieldRefusal('GitProvider', { namespace: 'team-a', name: 'github' }, { push: {} });
+    assert.equal(
+      one && !one.allowed ? one.message : '',
+      UPSTREAM.gitProviderMoved('team-a', 'github', 'spec.push', 'GitTarget.spec.commit.window'),
     );
   });
 
   it('refuses a GitTarget storing allowedSourceNamespaces, even an empty one', () => {
-    assert.equal(supersededFieldRefusal('GitTarget', 't', { allowedSourceNamespaces: {} })?.allowed, false);
+    const d = supersededFieldRefusal(
+      'GitTarget',
+      { namespace: 'team-a', name: 't' },
+      { allowedSourceNamespaces: {} },
+    );
+    assert.equal(d && !d.allowed ? d.message : '', UPSTREAM.gitTargetRemoved('team-a', 't'));
+  });
+
+  it('refuses a ClusterProvider storing both renamed keys, naming both renames in one message', () => {
+    const d = supersededFieldRefusal(
+      'ClusterProvider',
+      { name: 'default' },
+      { allowedNamespaces: { names: ['a'] }, allowSourceNamespaceOverride: true },
+    );
+    assert.equal(
+      d && !d.allowed ? d.message : '',
+      UPSTREAM.clusterProviderRenamed(
+        'default',
+        'spec.allowedNamespaces and spec.allowSourceNamespaceOverride',
+        'spec.accessFrom and spec.allowAnySourceNamespace',
+      ),
+    );
   });
 
   it('says nothing of objects storing no superseded field', () => {
     assert.equal(
-      supersededFieldRefusal('GitProvider', 'g', { url: 'x', commit: { committer: {} } }),
+      supersededFieldRefusal(
+        'GitProvider',
+        { namespace: 'n', name: 'g' },
+        { url: 'x', commit: { committer: {} } },
+      ),
       undefined,
     );
     assert.equal(
-      supersededFieldRefusal('ClusterProvider', 'c', { allowSourceNamespaceOverride: false }),
+      supersededFieldRefusal('ClusterProvider', { name: 'c' }, { allowSourceNamespaceOverride: false }),
       undefined,
+    );
+  });
+});
+
+describe('what a rule may say about its GitTarget', () => {
+  const superseded: GitTargetRef = {
+    metadata: { namespace: 'team-a', name: 't' },
+    spec: {
+      clusterProviderRef: { name: 'gone' },
+      allowedSourceNamespaces: { names: ['x'] },
+    } as GitTargetRef['spec'],
+  };
+  const namespaced = { spec: { rules: [{ scope: 'Namespaced' }] } };
+
+  it("a WatchRule: the target's superseded field first (no read), then its admission", async () => {
+    const r = reader({});
+    const d = await watchRuleTargetGate(r, superseded);
+    assert.deepEqual(d, {
+      allowed: false,
+      reason: 'SupersededFieldStored',
+      message: UPSTREAM.gitTargetRemoved('team-a', 't'),
+    });
+    assert.deepEqual(r.reads, []);
+    const missing = await watchRuleTargetGate(r, target('team-a', 'gone'));
+    assert.deepEqual(missing, {
+      allowed: false,
+      reason: 'ClusterProviderNotFound',
+      message: UPSTREAM.providerNotFound('gone'),
+    });
+  });
+
+  it("a ClusterWatchRule, in the seed's order: superseded, then admission, then its stored scope", async () => {
+    assert.deepEqual(await clusterWatchRuleGate(reader({}), namespaced, superseded), {
+      allowed: false,
+      reason: 'SupersededFieldStored',
+      message: UPSTREAM.gitTargetRemoved('team-a', 't'),
+      target: { reason: 'SupersededFieldStored', message: UPSTREAM.gitTargetRemoved('team-a', 't') },
+    });
+    assert.deepEqual(await clusterWatchRuleGate(reader({}), namespaced, target('team-a', 'gone')), {
+      allowed: false,
+      reason: 'GitTargetNamespaceNotAuthorized',
+      message: `ClusterWatchRule may not compile against GitTarget 'team-a/t': ${UPSTREAM.providerNotFound('gone')}`,
+      target: { reason: 'ClusterProviderNotFound', message: UPSTREAM.providerNotFound('gone') },
+    });
+    const admitting = reader({ providers: { default: { accessFrom: { names: ['team-a'] } } } });
+    assert.deepEqual(await clusterWatchRuleGate(admitting, namespaced, target('team-a')), {
+      allowed: false,
+      reason: 'ClusterScopeOnly',
+      message:
+        'ClusterWatchRule is cluster-scoped only; watch namespaced resources with a WatchRule and `rules[].sourceNamespace`.',
+    });
+    assert.deepEqual(
+      await clusterWatchRuleGate(
+        admitting,
+        { spec: { rules: [{ scope: 'Cluster' }, {}] } },
+        target('team-a'),
+      ),
+      { allowed: true },
     );
   });
 });

@@ -188,47 +188,10 @@ describe('bad input (real apiserver, real git)', () => {
       path: 'live',
     });
     await h.waitCondition(KINDS.gitTarget, ns, 'mirror', 'Validated', 'True');
-    // The CEL rule refuses writing `push`; an older version could have stored it. Strip
-    // the rule for a moment to store it as that version would have.
-    const crd = await h.admin.get<
-      {
-        spec: {
-          versions: { schema: { openAPIV3Schema: { properties: { spec: Record<string, unknown> } } } }[];
-        };
-      } & import('@operators/kit').KubeObject
-    >(
-      { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' },
-      'gitproviders.configbutler.ai',
+    // The CEL rule refuses writing `push`; an older version could have stored it.
+    await storeAsAnOlderVersion(t, 'gitproviders', () =>
+      h.patchSpec(KINDS.gitProvider, ns, 'repo', { push: { interval: '1m' } }),
     );
-    const rules = crd.spec.versions[0]?.schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'];
-    assert.ok(Array.isArray(rules));
-    t.after(async () => {
-      const { gitopsReverserCrds } = await import('../src/api/gen-crds.ts');
-      await h.env.installCrds(gitopsReverserCrds());
-    });
-    await h.admin.patch(
-      { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' },
-      'gitproviders.configbutler.ai',
-      undefined,
-      {
-        type: 'json',
-        body: [
-          {
-            op: 'remove',
-            path: '/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations',
-          },
-        ],
-      },
-    );
-    // The apiserver takes a moment to serve the relaxed schema.
-    await until('the relaxed schema admits spec.push', async () =>
-      h.patchSpec(KINDS.gitProvider, ns, 'repo', { push: { interval: '1m' } }).then(
-        () => true,
-        () => undefined,
-      ),
-    );
-    const { gitopsReverserCrds } = await import('../src/api/gen-crds.ts');
-    await h.env.installCrds(gitopsReverserCrds());
     const target = await h.waitCondition(
       KINDS.gitTarget,
       ns,
@@ -237,7 +200,84 @@ describe('bad input (real apiserver, real git)', () => {
       'False',
       'GitProviderNotReady',
     );
-    assert.match(messageOf(target, 'Validated'), /stores spec\.push/);
+    assert.equal(
+      messageOf(target, 'Validated'),
+      `GitProvider ${ns}/repo still sets spec.push, which moved to GitTarget.spec.commit.window in this release. Writes through this provider are STOPPED rather than made at the default cadence and wording, because a folder committing on settings nobody chose is worse than one that is not committing. Set the values on each GitTarget that needs them, then remove them here`,
+      "upstream's message, verbatim",
+    );
     await h.waitCondition(KINDS.gitProvider, ns, 'repo', 'Ready', 'False', 'SupersededFieldStored');
   });
+
+  it('a GitTarget storing a superseded field: its WatchRule and ClusterWatchRule say SupersededFieldStored, never Ready', async (t) => {
+    const { ns, cp } = await admitted(t, 'gr-superseded-target');
+    const repo = await h.bareRepo('superseded-target');
+    await h.mirrorConfigMaps(ns, { clusterProvider: cp, url: repo.url });
+    const cwr = `cwr-${ns}`;
+    await h.create(KINDS.clusterWatchRule, undefined, cwr, {
+      targetRef: { name: 'mirror', namespace: ns },
+      rules: [{ apiGroups: [''], resources: ['namespaces'] }],
+    });
+    t.after(() => h.admin.delete(KINDS.clusterWatchRule, cwr).catch(() => undefined));
+    await h.waitCondition(KINDS.watchRule, ns, 'mirror-configmaps', 'Ready', 'True');
+    await h.waitCondition(KINDS.clusterWatchRule, undefined, cwr, 'Ready', 'True');
+    await storeAsAnOlderVersion(t, 'gittargets', () =>
+      h.patchSpec(KINDS.gitTarget, ns, 'mirror', { allowedSourceNamespaces: { names: [ns] } }),
+    );
+    const upstream = `GitTarget ${ns}/mirror still sets spec.allowedSourceNamespaces, which this release removed.`;
+    await h.waitCondition(KINDS.gitTarget, ns, 'mirror', 'Validated', 'False', 'SupersededFieldStored');
+    const rule = await h.waitCondition(
+      KINDS.watchRule,
+      ns,
+      'mirror-configmaps',
+      'Ready',
+      'False',
+      'SupersededFieldStored',
+    );
+    for (const type of ['GitTargetReady', 'SourceNamespaceAuthorized']) {
+      assert.equal(condition(rule, type)?.status, 'False', `WatchRule ${type}`);
+      assert.equal(condition(rule, type)?.reason, 'SupersededFieldStored', `WatchRule ${type}`);
+      assert.ok(messageOf(rule, type).startsWith(upstream), messageOf(rule, type));
+    }
+    const cluster = await h.waitCondition(
+      KINDS.clusterWatchRule,
+      undefined,
+      cwr,
+      'Ready',
+      'False',
+      'SupersededFieldStored',
+    );
+    assert.equal(condition(cluster, 'GitTargetReady')?.status, 'False');
+    assert.ok(messageOf(cluster, 'Ready').startsWith(upstream), messageOf(cluster, 'Ready'));
+  });
 });
+
+/**
+ * Stores, through `write`, a field the CRD's CEL rules now refuse, as an older version
+ * could have: the rules of `plural` are stripped for the write and restored after it.
+ */
+async function storeAsAnOlderVersion(
+  t: { after: (fn: () => Promise<void>) => void },
+  plural: string,
+  write: () => Promise<unknown>,
+): Promise<void> {
+  const { gitopsReverserCrds } = await import('../src/api/gen-crds.ts');
+  t.after(() => h.env.installCrds(gitopsReverserCrds()));
+  const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
+  await h.admin.patch(crd, `${plural}.configbutler.ai`, undefined, {
+    type: 'json',
+    body: [
+      {
+        op: 'remove',
+        path: '/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations',
+      },
+    ],
+  });
+  // The apiserver takes a moment to serve the relaxed schema.
+  await until(`the relaxed ${plural} schema admits the write`, async () =>
+    write().then(
+      () => true,
+      () => undefined,
+    ),
+  );
+  await h.env.installCrds(gitopsReverserCrds());
+}

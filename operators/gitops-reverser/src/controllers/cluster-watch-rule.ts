@@ -1,14 +1,14 @@
 /**
- * The ClusterWatchRule reconciler: cluster-scoped resources only (a stored Namespaced
- * item, from an older API, is refused with ClusterScopeOnly), and its target gated by
- * `gitTargetAdmitted`: a target in a namespace its ClusterProvider does not admit is
- * GitTargetNamespaceNotAuthorized, and no stream opens for it.
+ * The ClusterWatchRule reconciler: its target, then `clusterWatchRuleGate` in the seed's
+ * order — the target's superseded fields (SupersededFieldStored), the target's admission
+ * (GitTargetNamespaceNotAuthorized: no stream opens for it), the rule's stored scope (a
+ * Namespaced item from an older API is ClusterScopeOnly) — then the resources it names.
  */
 import { type Clock, type Controller, type KubeObject, type Manager, realClock } from '@operators/kit';
 import { CLUSTER_PROVIDER } from '../api/cluster-provider.ts';
-import { CLUSTER_SCOPE, CLUSTER_WATCH_RULE, type ClusterWatchRule } from '../api/cluster-watch-rule.ts';
+import { CLUSTER_WATCH_RULE, type ClusterWatchRule } from '../api/cluster-watch-rule.ts';
 import { GIT_TARGET, type GitTarget } from '../api/git-target.ts';
-import { gitTargetAdmitted } from '../domain/authz/index.ts';
+import { clusterWatchRuleGate } from '../domain/authz/index.ts';
 import { ConditionType, Reason } from '../domain/reasons.ts';
 import type { CompileReads } from '../mirror/compile.ts';
 import type { Caches } from './reads.ts';
@@ -47,17 +47,6 @@ export function addClusterWatchRuleController(
     .reconcile(async (req) => {
       const rule = req.object as ClusterWatchRule | undefined;
       if (!rule) return {};
-      const stored = rule.spec.rules.findIndex((r) => r.scope !== undefined && r.scope !== CLUSTER_SCOPE);
-      if (stored >= 0) {
-        const message = `spec.rules[${stored}] has scope "${rule.spec.rules[stored]?.scope}": a ClusterWatchRule mirrors cluster-scoped resources only; use a WatchRule for namespaced ones`;
-        await publish(deps, CLUSTER_WATCH_RULE, rule, {
-          kind: 'not-ready',
-          reason: Reason.ClusterScopeOnly,
-          message,
-          stalled: true,
-        });
-        return resync;
-      }
       const { namespace, name } = rule.spec.targetRef;
       const target = caches.targets.store.get(`${namespace}/${name}`) as GitTarget | undefined;
       if (!target) {
@@ -80,22 +69,24 @@ export function addClusterWatchRuleController(
         );
         return resync;
       }
-      const admission = await gitTargetAdmitted(reads.authz, target);
-      if (!admission.allowed) {
-        const message = `GitTarget ${namespace}/${name}: ${admission.message}`;
+      // Superseded → admission → scope, the seed's order; a failed read throws (requeue).
+      const gate = await clusterWatchRuleGate(reads.authz, rule, target);
+      if (!gate.allowed) {
         await publish(
           deps,
           CLUSTER_WATCH_RULE,
           rule,
-          { kind: 'not-ready', reason: Reason.GitTargetNamespaceNotAuthorized, message, stalled: true },
+          { kind: 'not-ready', reason: gate.reason, message: gate.message, stalled: true },
           {
             conditions: [
-              {
-                type: ConditionType.GitTargetReady,
-                status: 'False',
-                reason: admission.reason,
-                message: admission.message,
-              },
+              gate.target
+                ? {
+                    type: ConditionType.GitTargetReady,
+                    status: 'False',
+                    reason: gate.target.reason,
+                    message: gate.target.message,
+                  }
+                : { type: ConditionType.GitTargetReady, status: 'True', reason: Reason.Ready, message: '' },
             ],
           },
         );

@@ -27,7 +27,7 @@ export function addClusterProviderController(
     .reconcile(async (req) => {
       const cp = req.object as ClusterProvider | undefined;
       if (!cp) return {};
-      const superseded = supersededFieldRefusal('ClusterProvider', cp.metadata.name ?? '', cp.spec);
+      const superseded = supersededFieldRefusal('ClusterProvider', { name: cp.metadata.name ?? '' }, cp.spec);
       if (superseded && !superseded.allowed) {
         await publish(deps, CLUSTER_PROVIDER, cp, {
           kind: 'not-ready',
@@ -72,12 +72,16 @@ export function addGitProviderController(
     .reconcile(async (req) => {
       const p = req.object as GitProvider | undefined;
       if (!p) return {};
-      const superseded = supersededFieldRefusal('GitProvider', p.metadata.name ?? '', p.spec);
+      const superseded = supersededFieldRefusal(
+        'GitProvider',
+        { ...(p.metadata.namespace ? { namespace: p.metadata.namespace } : {}), name: p.metadata.name ?? '' },
+        p.spec,
+      );
       if (superseded && !superseded.allowed) {
         await publish(deps, GIT_PROVIDER, p, {
           kind: 'not-ready',
           reason: superseded.reason,
-          message: `${superseded.message}; no GitTarget writes through this provider meanwhile`,
+          message: superseded.message,
           stalled: true,
         });
         return { requeueAfterMs: RESYNC_MS };

@@ -11,8 +11,8 @@ import { GIT_TARGET, type GitTarget } from '../api/git-target.ts';
 import { WATCH_RULE, type WatchRule } from '../api/watch-rule.ts';
 import {
   clusterProviderName,
-  gitTargetAdmitted,
   resolveWatchRuleSourceScope,
+  watchRuleTargetGate,
 } from '../domain/authz/index.ts';
 import { ConditionType, Reason } from '../domain/reasons.ts';
 import type { CompileReads } from '../mirror/compile.ts';
@@ -84,16 +84,10 @@ export function addWatchRuleController(
         );
         return resync;
       }
-      // Both gate calls: a failed read throws (requeue), deciding nothing.
-      const admission = await gitTargetAdmitted(reads.authz, target);
-      const scope = await resolveWatchRuleSourceScope(reads.authz, rule, target);
-      const sourceCondition = {
-        type: ConditionType.SourceNamespaceAuthorized,
-        status: scope.admitted() ? ('True' as const) : ('False' as const),
-        reason: scope.reason,
-        message: scope.message,
-      };
-      const fields = { scopeFingerprint: scope.fingerprint() };
+      // The target first (superseded fields, then admission): a refused target mirrors
+      // nothing, so no condition of its rules may say otherwise. A failed read throws
+      // (requeue), deciding nothing.
+      const admission = await watchRuleTargetGate(reads.authz, target);
       if (!admission.allowed) {
         await publish(
           deps,
@@ -108,13 +102,25 @@ export function addWatchRuleController(
                 reason: admission.reason,
                 message: admission.message,
               },
-              sourceCondition,
+              {
+                type: ConditionType.SourceNamespaceAuthorized,
+                status: 'False',
+                reason: admission.reason,
+                message: admission.message,
+              },
             ],
-            fields,
           },
         );
         return resync;
       }
+      const scope = await resolveWatchRuleSourceScope(reads.authz, rule, target);
+      const sourceCondition = {
+        type: ConditionType.SourceNamespaceAuthorized,
+        status: scope.admitted() ? ('True' as const) : ('False' as const),
+        reason: scope.reason,
+        message: scope.message,
+      };
+      const fields = { scopeFingerprint: scope.fingerprint() };
       const targetReady = {
         type: ConditionType.GitTargetReady,
         status: 'True' as const,

@@ -32,10 +32,19 @@
  * closeWindow caller it is checked against the remote tip now, and a remote that moved
  * (someone deleted our file) gets the batch replayed on top instead.
  *
- * What is not kept: the pending changes live in memory. A restart loses them; the
- * controllers' resync and sweep rebuild the content from the cluster. `close()` stops
- * everything and returns what was not pushed, for the caller to report if it wants.
+ * The queue outlives the process. With a `journal` file, every change is appended to it
+ * (one JSON line, the content as it goes to Git: a Secret only encrypted) before it is
+ * queued, and the file is emptied once nothing is left to push. A writer created over a
+ * journal replays it first, so what a crash, a failed graceful stop or a replaced writer
+ * (new URL, credentials or committer) left unpushed is pushed by its successor, deletes
+ * included. Without a journal the queue lives in memory only.
+ *
+ * The desired branch. `listDesiredFiles` and `readDesiredFile` answer for the branch as
+ * it will be once the queue is pushed (the latest queued change of each path over the
+ * branch): a re-list compares with that, not with a branch that still lacks the queue.
+ * `close()` stops everything and returns what was not pushed (still in the journal).
  */
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { GitError, GitErrorKind } from './errors.ts';
 import { safeRepoDir, safeRepoPath } from './paths.ts';
 import type { Committer, PushResult, Repository } from './repository.ts';
@@ -119,7 +128,24 @@ export interface BranchWriterOptions {
   readonly retry?: Partial<RetryPolicy>;
   readonly onCommit?: (event: CommitEvent) => void;
   readonly onPushFailure?: (event: PushFailureEvent) => void;
+  /**
+   * A file that keeps the unpushed queue across restarts and writer replacements (see the
+   * module comment); replayed by the constructor. Absent: the queue is in memory only.
+   */
+  readonly journal?: string;
 }
+
+/** One line of the journal: a change as `submit` took it. */
+interface JournalLine {
+  readonly target: string;
+  readonly path: string;
+  readonly content: string | null;
+  readonly op: ChangeOp;
+  readonly windowMs: number;
+}
+
+/** Rewrite the journal (keeping only the queue) once it holds this many lines more than the queue. */
+const JOURNAL_COMPACT_SLACK = 10_000;
 
 /** Changes not pushed when the writer was closed. */
 export interface UnpushedChanges {
@@ -186,6 +212,12 @@ export class BranchWriter {
   private tail: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly counts = { commits: 0, alreadyPresent: 0, rejections: 0, replays: 0, failures: 0 };
+  private readonly journal: string | undefined;
+  private successor: BranchWriter | undefined;
+  /** `queuedView()`, until the queue changes (a snapshot reads it once per object). */
+  private view: Map<string, string | null> | undefined;
+  /** Lines in the journal file now. */
+  private journalLines = 0;
 
   constructor(opts: BranchWriterOptions) {
     this.repo = opts.repository;
@@ -193,6 +225,78 @@ export class BranchWriter {
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.onCommit = opts.onCommit;
     this.onPushFailure = opts.onPushFailure;
+    this.journal = opts.journal;
+    this.replayJournal();
+  }
+
+  /**
+   * Queues what a predecessor (a crashed process, a writer replaced for its new
+   * configuration) journaled and never pushed: the latest line of each path wins, as in
+   * `submit`. A line that does not parse (a torn last write) is skipped.
+   */
+  private replayJournal(): void {
+    if (!this.journal) return;
+    let text: string;
+    try {
+      text = readFileSync(this.journal, 'utf8');
+    } catch {
+      return;
+    }
+    for (const line of text.split('\n')) {
+      if (line.trim() === '') continue;
+      let entry: JournalLine;
+      try {
+        entry = JSON.parse(line) as JournalLine;
+      } catch {
+        continue;
+      }
+      this.journalLines++;
+      try {
+        this.queue(
+          entry.target,
+          { path: entry.path, content: entry.content, op: entry.op },
+          { windowMs: entry.windowMs },
+        );
+      } catch {
+        // A line a newer version would refuse (an unsafe path): never replayed.
+      }
+    }
+    if (this.pending.size > 0) this.schedule();
+  }
+
+  private journalAppend(entry: JournalLine): void {
+    if (!this.journal) return;
+    appendFileSync(this.journal, `${JSON.stringify(entry)}\n`);
+    this.journalLines++;
+    // A closed writer's memory no longer holds the whole queue: only appends then.
+    if (!this.closed && this.journalLines > this.queuedCount() + JOURNAL_COMPACT_SLACK) this.journalRewrite();
+  }
+
+  /** Rewrites the journal to hold exactly the unpushed queue (empty when nothing is left). */
+  private journalRewrite(): void {
+    if (!this.journal) return;
+    const lines: string[] = [];
+    for (const b of this.sealed)
+      for (const c of b.changes)
+        lines.push(JSON.stringify({ target: b.target, ...c, windowMs: b.policy.windowMs }));
+    for (const [target, set] of this.pending)
+      for (const c of set.changes.values())
+        lines.push(JSON.stringify({ target, ...c, windowMs: set.policy.windowMs }));
+    writeFileSync(this.journal, lines.length ? `${lines.join('\n')}\n` : '');
+    this.journalLines = lines.length;
+  }
+
+  private journalTruncate(): void {
+    if (!this.journal || this.journalLines === 0 || this.closed) return;
+    writeFileSync(this.journal, '');
+    this.journalLines = 0;
+  }
+
+  private queuedCount(): number {
+    let n = 0;
+    for (const b of this.sealed) n += b.changes.length;
+    for (const set of this.pending.values()) n += set.changes.size;
+    return n;
   }
 
   get url(): string {
@@ -212,18 +316,20 @@ export class BranchWriter {
    * that leaves the repository, or a delete with content (or a write without).
    */
   submit(target: string, change: FileChange, policy: CommitPolicy): void {
-    if (this.closed) throw new Error(`writer for ${this.url} ${this.branch} is closed`);
-    const path = safeRepoPath(change.path);
-    if ((change.op === 'DELETE') !== (change.content === null)) {
-      throw new TypeError(`change ${change.op} ${path}: content must be null exactly for DELETE`);
+    if (this.closed) {
+      // A change that reaches a replaced writer goes to its successor; one that arrives
+      // while it closes goes to the journal the successor will replay. Never dropped.
+      if (this.successor) {
+        this.successor.submit(target, change, policy);
+        return;
+      }
+      if (!this.journal) throw new Error(`writer for ${this.url} ${this.branch} is closed`);
+      const path = checkedPath(change);
+      this.journalAppend({ target, path, content: change.content, op: change.op, windowMs: policy.windowMs });
+      return;
     }
-    let set = this.pending.get(target);
-    if (!set) {
-      set = { changes: new Map(), policy };
-      this.pending.set(target, set);
-    }
-    set.changes.delete(path);
-    set.changes.set(path, { path, content: change.content, op: change.op });
+    const path = this.queue(target, change, policy);
+    this.journalAppend({ target, path, content: change.content, op: change.op, windowMs: policy.windowMs });
     const waiters = this.graceWaiters.get(target);
     if (waiters) {
       this.graceWaiters.delete(target);
@@ -231,6 +337,28 @@ export class BranchWriter {
       return;
     }
     this.schedule();
+  }
+
+  /**
+   * Makes `successor` (the writer built for this one's new configuration, after this one
+   * closed) take every change still submitted here.
+   */
+  handOverTo(successor: BranchWriter): void {
+    this.successor = successor;
+  }
+
+  /** Records a change in `target`'s pending set (checked); returns its normalized path. */
+  private queue(target: string, change: FileChange, policy: CommitPolicy): string {
+    const path = checkedPath(change);
+    let set = this.pending.get(target);
+    if (!set) {
+      set = { changes: new Map(), policy };
+      this.pending.set(target, set);
+    }
+    set.changes.delete(path);
+    set.changes.set(path, { path, content: change.content, op: change.op });
+    this.view = undefined;
+    return path;
   }
 
   /**
@@ -295,6 +423,48 @@ export class BranchWriter {
       await this.ensureClean();
       return this.repo.readFile(rel);
     });
+  }
+
+  /**
+   * Files under `dir` on the branch as it will be once the queue is pushed: the branch as
+   * last fetched or pushed, plus queued writes, minus queued deletes. Read in the serial
+   * queue, so no push slips between the branch read and the queue read.
+   */
+  listDesiredFiles(dir: string): Promise<string[]> {
+    const rel = safeRepoDir(dir);
+    return this.enqueue(async () => {
+      await this.ensureClean();
+      const files = new Set(await this.repo.listFiles(rel));
+      const under = (p: string): boolean => rel === '' || rel === '.' || p.startsWith(`${rel}/`);
+      for (const [path, content] of this.queuedView()) {
+        if (!under(path)) continue;
+        if (content === null) files.delete(path);
+        else files.add(path);
+      }
+      return [...files].sort();
+    });
+  }
+
+  /** A file as it will be once the queue is pushed (undefined: absent or to be deleted). */
+  readDesiredFile(path: string): Promise<string | undefined> {
+    const rel = safeRepoPath(path);
+    return this.enqueue(async () => {
+      const queued = this.queuedView();
+      if (queued.has(rel)) return queued.get(rel) ?? undefined;
+      await this.ensureClean();
+      return this.repo.readFile(rel);
+    });
+  }
+
+  /** The latest queued content of each path: sealed batches oldest first, then pending sets. */
+  private queuedView(): Map<string, string | null> {
+    if (this.view) return this.view;
+    const view = new Map<string, string | null>();
+    for (const b of this.sealed) for (const c of b.changes) view.set(c.path, c.content);
+    for (const set of this.pending.values())
+      for (const c of set.changes.values()) view.set(c.path, c.content);
+    this.view = view;
+    return view;
   }
 
   /** Fetches the remote branch so that reads see other parties' pushes (for a sweep). */
@@ -459,6 +629,7 @@ export class BranchWriter {
       const result = await this.attempt(batch);
       this.flushing = false;
       this.sealed.shift();
+      this.view = undefined;
       if (result.kind === 'committed') {
         this.counts.commits++;
         this.emitCommit({ target: batch.target, sha: result.sha, paths: paths(batch), pushed: true });
@@ -466,6 +637,8 @@ export class BranchWriter {
         this.counts.alreadyPresent++;
       }
       this.notify(batch, result);
+      // Nothing left to push: the journal has nothing left to keep.
+      if (this.sealed.length === 0 && this.pending.size === 0) this.journalTruncate();
       if (this.sealed.length > 0) this.kick(false);
       else this.schedule();
     } catch (err) {
@@ -602,6 +775,15 @@ export class BranchWriter {
       // An observer's bug must not stop the branch.
     }
   }
+}
+
+/** The change's normalized path; throws for a path that leaves the repository, or content not null exactly for DELETE. */
+function checkedPath(change: FileChange): string {
+  const path = safeRepoPath(change.path);
+  if ((change.op === 'DELETE') !== (change.content === null)) {
+    throw new TypeError(`change ${change.op} ${path}: content must be null exactly for DELETE`);
+  }
+  return path;
 }
 
 function paths(batch: Batch): string[] {

@@ -124,7 +124,11 @@ async function credentials(reads: CompileReads, provider: GitProvider): Promise<
 export async function compileTarget(reads: CompileReads, target: GitTarget): Promise<Compiled> {
   const key = targetKey(target);
   const ns = target.metadata.namespace ?? '';
-  const superseded = supersededFieldRefusal('GitTarget', target.metadata.name ?? '', target.spec);
+  const superseded = supersededFieldRefusal(
+    'GitTarget',
+    { namespace: ns, name: target.metadata.name ?? '' },
+    target.spec,
+  );
   if (superseded && !superseded.allowed) return refuse(superseded.reason, superseded.message, true);
 
   // The gate, before anything is declared.
@@ -141,7 +145,7 @@ export async function compileTarget(reads: CompileReads, target: GitTarget): Pro
   }
   const providerSuperseded = supersededFieldRefusal(
     'GitProvider',
-    provider.metadata.name ?? '',
+    { namespace: ns, name: provider.metadata.name ?? '' },
     provider.spec,
   );
   if (providerSuperseded && !providerSuperseded.allowed) {

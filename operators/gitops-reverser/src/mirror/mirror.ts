@@ -6,13 +6,20 @@
  * first) before opening anything, exactly as the reconciler does: a fresh process never
  * opens a stream the reconcilers would refuse. After that the GitTarget reconciler
  * drives it (`apply` a compiled target, `revoke` a refused one); streams stop, files stay.
+ *
+ * The bootstrap never overrules a newer decision: every change to one target's data plane
+ * (the reconciler's apply, revoke and forget, the bootstrap's apply) runs in that target's
+ * own serial queue, and the bootstrap applies what it compiled only if no reconciler
+ * decision about the target was made since it started compiling and the target's
+ * generation is still the one it compiled. Otherwise the reconciler's answer stands: a
+ * target revoked while the bootstrap compiled it never runs a stream.
  */
 import { type Runnable, sharedCounter, sharedGauge, sharedHistogram } from '@operators/kit';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { GitTarget } from '../api/git-target.ts';
 import type { CloseWindowResult, CommitEvent, PushFailureEvent, RetryPolicy } from '../git/writer.ts';
-import { type CompileReads, compileTarget } from './compile.ts';
+import { type CompileReads, compileTarget, targetKey } from './compile.ts';
 import { type TargetConfig, TargetMirror, type TargetRuntime } from './target-mirror.ts';
 import { WriterPool } from './writers.ts';
 
@@ -27,6 +34,8 @@ export interface MirrorOptions {
   readonly reads: CompileReads;
   /** A target's runtime state changed (a commit, a stream synced or failed): refresh its status. */
   readonly onTargetChange?: (key: string) => void;
+  /** Tests only: runs between the bootstrap's compile of a target and its apply (to race a reconcile there). */
+  readonly afterBootstrapCompile?: (key: string) => Promise<void>;
 }
 
 /** What the mirror remembers per target beyond its streams. */
@@ -44,6 +53,10 @@ export class Mirror implements Runnable {
   private readonly changeTimers = new Map<string, NodeJS.Timeout>();
   private readonly metrics;
   private running = false;
+  /** Per target: how many reconciler decisions (apply, revoke, forget) were made so far. */
+  private readonly decisions = new Map<string, number>();
+  /** Per target: the tail of its serial queue of data-plane changes. */
+  private readonly queues = new Map<string, Promise<void>>();
 
   constructor(opts: MirrorOptions) {
     this.opts = opts;
@@ -85,9 +98,20 @@ export class Mirror implements Runnable {
     signal.addEventListener('abort', () => void this.stop(), { once: true });
     // The bootstrap: the same compile as the reconciler, gate first.
     for (const target of this.opts.targets()) {
+      const key = targetKey(target);
+      const decided = this.decisions.get(key) ?? 0;
       try {
         const compiled = await compileTarget(this.opts.reads, target);
-        if (compiled.kind === 'ready') await this.apply(compiled.config);
+        await this.opts.afterBootstrapCompile?.(key);
+        if (compiled.kind !== 'ready') continue;
+        await this.serially(key, async () => {
+          // A reconcile decided since (it read newer state), or the target changed (a
+          // reconcile is coming): its answer stands, not this older compile.
+          if ((this.decisions.get(key) ?? 0) !== decided) return;
+          const now = this.opts.targets().find((t) => targetKey(t) === key);
+          if (now?.metadata.generation !== target.metadata.generation) return;
+          await this.applyNow(compiled.config);
+        });
       } catch (err) {
         // A failed read decides nothing: the reconciler retries this target.
         this.opts.log.warn(
@@ -115,8 +139,33 @@ export class Mirror implements Runnable {
     this.metrics.streams.set(0);
   }
 
-  /** Moves a target's data plane to `config`. */
-  async apply(config: TargetConfig): Promise<{ started: string[]; stopped: string[] }> {
+  /** Runs `fn` after every earlier data-plane change of target `key`. */
+  private serially<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(key) ?? Promise.resolve()).then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(key, tail);
+    void tail.then(() => {
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    });
+    return run;
+  }
+
+  /** A reconciler's decision about `key`: newer than any bootstrap compile still in flight. */
+  private decide(key: string): void {
+    this.decisions.set(key, (this.decisions.get(key) ?? 0) + 1);
+  }
+
+  /** Moves a target's data plane to `config` (the reconciler's decision). */
+  apply(config: TargetConfig): Promise<{ started: string[]; stopped: string[] }> {
+    if (!this.running) return Promise.reject(new Error('the mirror is not running (not the leader)'));
+    this.decide(config.key);
+    return this.serially(config.key, () => this.applyNow(config));
+  }
+
+  private async applyNow(config: TargetConfig): Promise<{ started: string[]; stopped: string[] }> {
     if (!this.running) throw new Error('the mirror is not running (not the leader)');
     const writer = await this.writers.writer(config.writer);
     let t = this.targets.get(config.key);
@@ -139,7 +188,12 @@ export class Mirror implements Runnable {
   }
 
   /** Stops a target's streams (a revocation or deletion); its files stay in Git. */
-  async revoke(key: string): Promise<string[]> {
+  revoke(key: string): Promise<string[]> {
+    this.decide(key);
+    return this.serially(key, () => this.revokeNow(key));
+  }
+
+  private async revokeNow(key: string): Promise<string[]> {
     const t = this.targets.get(key);
     if (!t) return [];
     this.targets.delete(key);
@@ -151,7 +205,8 @@ export class Mirror implements Runnable {
 
   /** Forgets a deleted target entirely. */
   async forget(key: string): Promise<void> {
-    await this.revoke(key);
+    this.decide(key);
+    await this.serially(key, () => this.revokeNow(key));
     this.records.delete(key);
   }
 

@@ -7,13 +7,16 @@
  *   prune mode allow; an update that changes nothing but status (or other server-owned
  *   fields) writes nothing.
  * - After each COMPLETE snapshot (the first, and every relist after a 410 or a dropped
- *   watch) every object is written where it differs from the branch, then the resource's
- *   folders are swept: files with no object are deleted under prune Always and
- *   reported under OnEvent and Never. A snapshot cut before its end stores nothing, so
+ *   watch) every object is written where it differs from the DESIRED branch (the branch
+ *   plus the writer's queue: a change still waiting for a push counts as made, so a
+ *   re-list that sees an object back at its pushed version queues it again rather than
+ *   leaving an older queued version to win), then the resource's folders are swept the
+ *   same way: files with no object are deleted under prune Always and reported under
+ *   OnEvent and Never. A snapshot cut before its end stores nothing, so
  *   it sweeps nothing; nothing sweeps on a timer.
  * - Work is chained, one change after another, so the files follow the event order.
  */
-import type { KubeClient, KubeObject, Reflector, StoreDelta } from '@operators/kit';
+import type { DeltaOrigin, KubeClient, KubeObject, StoreDelta } from '@operators/kit';
 import { Reflector as KitReflector } from '@operators/kit';
 import type { Logger } from 'pino';
 import { parseObjectFilePath, resourceDir } from '../domain/mirror/file-path.ts';
@@ -22,6 +25,21 @@ import type { Operation, StreamSpec } from '../domain/streams.ts';
 import { isGitError } from '../git/errors.ts';
 import type { BranchWriter, ChangeOp, CommitPolicy } from '../git/writer.ts';
 import { type ContentPolicy, filePathOf, isSecretResource, renderFile, sanitizedText } from './content.ts';
+
+/**
+ * What a stream watches through: the kit's reflector in the operator; a scripted source in
+ * the model test of the mirror's invariant (so it drives the real Stream and writer on real
+ * git through watch drops and re-lists without an apiserver).
+ */
+export interface WatchSource {
+  onDelta(handler: (delta: StoreDelta<KubeObject>, origin: DeltaOrigin) => void): unknown;
+  /** After each COMPLETE state (the first and every relist); never for a cut one. */
+  onSnapshot(handler: (items: readonly KubeObject[]) => void): unknown;
+  start(): void;
+  stop(): Promise<void>;
+  health(): { readonly synced: boolean; readonly lastError?: string | undefined };
+  readonly store: { hasSynced(): boolean; list(): readonly KubeObject[] };
+}
 
 export interface StreamContext {
   readonly target: string;
@@ -35,6 +53,10 @@ export interface StreamContext {
   readonly onMirrored?: (op: ChangeOp) => void;
   /** Something worth a status refresh happened (synced, failed, swept). */
   readonly onChange?: () => void;
+  /** The watch of `spec`; the kit's reflector over `client` when absent. */
+  readonly watch?: (spec: StreamSpec) => WatchSource;
+  /** Backoff of a snapshot whose mirroring failed: 1 s doubling to 60 s unless set (tests). */
+  readonly snapshotRetry?: { readonly baseMs: number; readonly maxMs: number };
 }
 
 export type StreamState =
@@ -49,7 +71,7 @@ export class Stream {
   readonly spec: StreamSpec;
   private operations: ReadonlySet<Operation>;
   private readonly ctx: StreamContext;
-  private readonly reflector: Reflector<KubeObject> | undefined;
+  private readonly reflector: WatchSource | undefined;
   private chain: Promise<void> = Promise.resolve();
   private failure: { message: string; gitKind?: string } | undefined;
   /** The retry of a snapshot whose mirroring failed (the writer could not read the branch). */
@@ -68,12 +90,14 @@ export class Stream {
     this.ctx = ctx;
     this.operations = new Set(spec.operations);
     if (isSecretResource(spec) && !ctx.content.encryption) return;
-    this.reflector = new KitReflector<KubeObject>({
-      client: ctx.client,
-      gvk: { apiVersion: spec.apiVersion, kind: spec.kind },
-      ...(spec.namespaced && spec.namespace ? { namespace: spec.namespace } : {}),
-      log: ctx.log,
-    });
+    this.reflector =
+      ctx.watch?.(spec) ??
+      new KitReflector<KubeObject>({
+        client: ctx.client,
+        gvk: { apiVersion: spec.apiVersion, kind: spec.kind },
+        ...(spec.namespaced && spec.namespace ? { namespace: spec.namespace } : {}),
+        log: ctx.log,
+      });
     this.reflector.onDelta((d, origin) => {
       if (origin === 'watch') this.enqueue(() => this.onEvent(d));
     });
@@ -140,11 +164,12 @@ export class Stream {
   /** A snapshot that could not be mirrored is mirrored again from the store, with backoff, until it is. */
   private retrySnapshot(): void {
     if (this.stopped || this.retryTimer || !this.reflector) return;
-    this.retryMs = Math.min(Math.max(this.retryMs * 2, 1_000), 60_000);
+    const { baseMs, maxMs } = this.ctx.snapshotRetry ?? { baseMs: 1_000, maxMs: 60_000 };
+    this.retryMs = Math.min(Math.max(this.retryMs * 2, baseMs), maxMs);
     const reflector = this.reflector;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
-      const items = reflector.store.hasSynced() ? (reflector.store.list() as KubeObject[]) : undefined;
+      const items = reflector.store.hasSynced() ? reflector.store.list() : undefined;
       if (items) this.snapshot(items);
     }, this.retryMs);
     this.retryTimer.unref();
@@ -192,7 +217,7 @@ export class Stream {
     }
   }
 
-  /** The folders this stream owns, one per namespace seen on the branch (or its one namespace). */
+  /** The folders this stream owns, one per namespace seen on the desired branch (or its one namespace). */
   private async foldersOnBranch(): Promise<{ files: string[]; namespaces: string[] }> {
     const { targetPath } = this.ctx.content;
     if (!this.spec.namespaced || this.spec.namespace) {
@@ -201,10 +226,10 @@ export class Stream {
         resource: this.spec.resource,
         ...(this.spec.namespace ? { namespace: this.spec.namespace } : {}),
       });
-      return { files: await this.ctx.writer.listFiles(dir), namespaces: [this.spec.namespace] };
+      return { files: await this.ctx.writer.listDesiredFiles(dir), namespaces: [this.spec.namespace] };
     }
     // Every namespace: the folders of this resource under each namespace folder of the target.
-    const all = await this.ctx.writer.listFiles(targetPath);
+    const all = await this.ctx.writer.listDesiredFiles(targetPath);
     const files = all.filter((f) => {
       const p = parseObjectFilePath(targetPath, f);
       return (
@@ -228,7 +253,7 @@ export class Stream {
       const path = filePathOf(this.ctx.content, this.spec, obj);
       snapshotPaths.add(path);
       if (!writes) continue;
-      const existing = onBranch.has(path) ? await this.ctx.writer.readFile(path) : undefined;
+      const existing = onBranch.has(path) ? await this.ctx.writer.readDesiredFile(path) : undefined;
       const text = await renderFile(this.ctx.content, this.spec, obj, existing);
       if (text !== undefined) this.submit(path, text, existing === undefined ? 'CREATE' : 'UPDATE');
     }

@@ -1,10 +1,14 @@
 /**
  * One BranchWriter per (GitProvider, branch), shared by every GitTarget on that branch
  * through that provider: the single queue that keeps two targets from ever committing
- * over each other. A writer is rebuilt (after flushing) when its URL, credentials or
- * committer change.
+ * over each other. A writer is rebuilt when its URL, credentials or committer change:
+ * the old one pushes what it can once and closes, and its successor takes over the rest
+ * through their shared journal (one file per provider and branch in the work folder),
+ * so fixing a failing GitProvider loses nothing that was queued, deletes included. The
+ * same journal carries the queue across an operator restart or crash.
  */
 import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GitAuth } from '../git/credentials.ts';
 import { Repository } from '../git/repository.ts';
@@ -39,6 +43,8 @@ function fingerprint(spec: WriterSpec): string {
 export class WriterPool {
   private readonly opts: WriterPoolOptions;
   private readonly writers = new Map<string, { writer: BranchWriter; fingerprint: string }>();
+  /** Per key: the tail of the `writer()` calls in progress. */
+  private readonly replacing = new Map<string, Promise<void>>();
 
   constructor(opts: WriterPoolOptions) {
     this.opts = opts;
@@ -48,19 +54,40 @@ export class WriterPool {
     return `${spec.provider}@${spec.branch}`;
   }
 
-  /** The writer for `spec`, created or (if its configuration changed) replaced. */
-  async writer(spec: WriterSpec): Promise<BranchWriter> {
+  /**
+   * The writer for `spec`, created or (if its configuration changed) replaced. Calls for
+   * one key run one after another: two targets on one branch must not both replace its
+   * writer (two writers would then share one clone and one journal).
+   */
+  writer(spec: WriterSpec): Promise<BranchWriter> {
+    const key = WriterPool.key(spec);
+    const run = (this.replacing.get(key) ?? Promise.resolve()).then(() => this.writerNow(spec));
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.replacing.set(key, tail);
+    void tail.then(() => {
+      if (this.replacing.get(key) === tail) this.replacing.delete(key);
+    });
+    return run;
+  }
+
+  private async writerNow(spec: WriterSpec): Promise<BranchWriter> {
     const key = WriterPool.key(spec);
     const fp = fingerprint(spec);
     const cur = this.writers.get(key);
     if (cur?.fingerprint === fp) return cur.writer;
     if (cur) {
-      // Push what the old configuration holds before letting it go.
+      // Push what the old configuration can before letting it go; what it cannot stays in
+      // the journal, which the successor below replays.
       await cur.writer.flush().catch(() => undefined);
       await cur.writer.close();
     }
     const dir = join(this.opts.workDir, createHash('sha256').update(key).digest('hex').slice(0, 16));
+    mkdirSync(this.opts.workDir, { recursive: true });
     const writer = new BranchWriter({
+      journal: `${dir}.queue.jsonl`,
       repository: new Repository({
         url: spec.url,
         branch: spec.branch,
@@ -73,6 +100,7 @@ export class WriterPool {
       ...(this.opts.onCommit ? { onCommit: this.opts.onCommit } : {}),
       ...(this.opts.onPushFailure ? { onPushFailure: this.opts.onPushFailure } : {}),
     });
+    cur?.writer.handOverTo(writer);
     this.writers.set(key, { writer, fingerprint: fp });
     return writer;
   }

@@ -31,10 +31,12 @@ export function clusterProviderName(target: GitTargetRef): string {
   return target.spec.clusterProviderRef?.name || DEFAULT_CLUSTER_PROVIDER;
 }
 
+/** The denial of a missing provider, in upstream's words (naming the chart's switch that renders "default"). */
 export function providerNotFoundMessage(provider: string): string {
   return (
-    `referenced ClusterProvider "${provider}" was not found; a GitTarget mirrors only through an ` +
-    'existing ClusterProvider (spec.clusterProviderRef, "default" when omitted), which the operator never creates'
+    `referenced ClusterProvider "${provider}" was not found; a GitTarget may mirror a source cluster ` +
+    'only through an existing ClusterProvider. The operator never creates one: declare it yourself, ' +
+    `or let the chart render "${DEFAULT_CLUSTER_PROVIDER}" via clusterProvider.createDefault`
   );
 }
 
@@ -59,7 +61,7 @@ export async function admittedBy(
   namespace: string,
 ): Promise<Decision> {
   if (!provider) return denied(ReasonClusterProviderNotFound, providerNotFoundMessage(providerName));
-  const superseded = supersededFieldRefusal('ClusterProvider', providerName, provider.spec ?? {});
+  const superseded = supersededFieldRefusal('ClusterProvider', { name: providerName }, provider.spec ?? {});
   if (superseded) return superseded;
   const accessFrom = provider.spec?.accessFrom;
   // Labels decide only when no name matched and there is a selector: otherwise the

@@ -8,9 +8,22 @@ export {
   gitTargetAdmitted,
   providerNotFoundMessage,
 } from './git-target-admitted.ts';
-export { accessFromAdmits, type ClusterProviderPolicy, notPermittedMessage } from './policy.ts';
+export {
+  accessFromAdmits,
+  type ClusterProviderPolicy,
+  invalidSelectorMessage,
+  notPermittedMessage,
+} from './policy.ts';
 export { type AuthzReader, GateReadError } from './reader.ts';
 export * from './reasons.ts';
+export {
+  CLUSTER_SCOPE_ONLY_MESSAGE,
+  type ClusterWatchRuleVerdict,
+  clusterWatchRuleGate,
+  ReasonClusterScopeOnly,
+  ReasonGitTargetNamespaceNotAuthorized,
+  watchRuleTargetGate,
+} from './rule-target.ts';
 export {
   ANY_NAMESPACE,
   ResolvedSourceScope,
@@ -18,4 +31,9 @@ export {
   type SourceNamespaceDecision,
   type WatchRuleItems,
 } from './source-scope.ts';
-export { type SupersedingKind, storedSupersededFields, supersededFieldRefusal } from './superseded.ts';
+export {
+  type SupersedingKind,
+  type SupersedingObject,
+  storedSupersededFields,
+  supersededFieldRefusal,
+} from './superseded.ts';

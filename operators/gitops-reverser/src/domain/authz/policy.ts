@@ -21,9 +21,18 @@ export interface ClusterProviderPolicy {
   };
 }
 
-/** The message head every namespace denial starts with (the current product's wording). */
+/**
+ * The denial of a namespace `accessFrom` does not admit, spelled as upstream's `authz`
+ * spells it. One message for every way of not being admitted (no policy, not named, labels
+ * not matching): alerts written for the Go operator match on this exact string.
+ */
 export function notPermittedMessage(namespace: string, provider: string): string {
   return `namespace "${namespace}" is not permitted to reference ClusterProvider "${provider}" (spec.accessFrom)`;
+}
+
+/** The denial of a selector the apiserver stored but that does not convert (upstream's wording). */
+export function invalidSelectorMessage(provider: string, why: string): string {
+  return `ClusterProvider "${provider}" accessFrom selector is invalid: ${why}`;
 }
 
 /**
@@ -39,27 +48,14 @@ export function accessFromAdmits(
   namespace: string,
   labels: Readonly<Record<string, string>>,
 ): Decision {
-  const head = notPermittedMessage(namespace, provider);
   if (accessFrom?.names?.includes(namespace)) return ADMITTED;
   if (accessFrom?.selector === undefined) {
-    const names = accessFrom?.names ?? [];
-    return denied(
-      ReasonNamespaceNotAuthorized,
-      names.length === 0
-        ? `${head}: the provider admits no namespace (accessFrom is empty; admission is deny by default)`
-        : `${head}: it is not among spec.accessFrom.names and the provider has no selector`,
-    );
+    return denied(ReasonNamespaceNotAuthorized, notPermittedMessage(namespace, provider));
   }
   const conversion = convertLabelSelector(accessFrom.selector);
   if (!conversion.ok) {
-    return denied(
-      ReasonNamespaceNotAuthorized,
-      `${head}: spec.accessFrom.selector is invalid: ${conversion.message}`,
-    );
+    return denied(ReasonNamespaceNotAuthorized, invalidSelectorMessage(provider, conversion.message));
   }
   if (conversion.selector.matches(labels)) return ADMITTED;
-  return denied(
-    ReasonNamespaceNotAuthorized,
-    `${head}: its labels do not match spec.accessFrom.selector and it is not among spec.accessFrom.names`,
-  );
+  return denied(ReasonNamespaceNotAuthorized, notPermittedMessage(namespace, provider));
 }

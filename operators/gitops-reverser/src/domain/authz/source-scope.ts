@@ -17,9 +17,7 @@
  * The result is a pure function of (rule spec, provider, namespace labels): nothing per
  * item outlives the spec that produced it, so items need no stable identity.
  */
-import type { Decision } from './decision.ts';
 import { admittedBy, clusterProviderName, type GitTargetRef, readProvider } from './git-target-admitted.ts';
-import type { ClusterProviderPolicy } from './policy.ts';
 import type { AuthzReader } from './reader.ts';
 import {
   ReasonLegacySourceNamespace,
@@ -64,23 +62,28 @@ export class ResolvedSourceScope {
   /** Explains the aggregate, naming the deciding item when one item decided it. */
   readonly message: string;
 
+  /**
+   * The aggregate, in upstream's stated precedence: the first denied item decides (its
+   * reason and message); else any item on another namespace makes it SourceNamespaceAllowed
+   * with a summary of every namespace watched; else LegacySourceNamespace with the first
+   * item's message ("no rule items to authorize" for none).
+   */
   constructor(items: readonly SourceNamespaceDecision[]) {
     this.items = items;
     const firstDenied = items.find((i) => !i.allowed);
-    const override = items.find((i) => i.allowed && i.reason === ReasonSourceNamespaceAllowed);
+    const legacy = items.every((i) => i.reason === ReasonLegacySourceNamespace);
     if (firstDenied) {
       this.allowed = false;
-      this.reason = ReasonSourceNamespaceNotAllowed;
+      this.reason = firstDenied.reason;
       this.message = firstDenied.message;
-    } else if (override) {
+    } else if (!legacy) {
       this.allowed = true;
       this.reason = ReasonSourceNamespaceAllowed;
-      this.message = override.message;
+      this.message = summariseAdmitted(items);
     } else {
       this.allowed = true;
       this.reason = ReasonLegacySourceNamespace;
-      this.message =
-        "every item watches the rule's own namespace; no ClusterProvider authorization is needed";
+      this.message = items[0]?.message ?? 'no rule items to authorize';
     }
   }
 
@@ -105,13 +108,56 @@ export class ResolvedSourceScope {
   }
 }
 
-function describeItem(
-  index: number,
-  item: WatchRuleItems['spec']['rules'][number],
-  requested: string,
-): string {
-  const resources = (item.resources ?? []).join(',') || '(none)';
-  return `spec.rules[${index}] (resources ${resources}, sourceNamespace ${requested === '' ? '(own)' : `"${requested}"`})`;
+/**
+ * The summary of an admitted rule that watches beyond its own namespace: every resolved
+ * namespace, sorted and unique, the wildcard's "" spelled out.
+ */
+function summariseAdmitted(items: readonly SourceNamespaceDecision[]): string {
+  const all = items.flatMap((i) =>
+    i.namespaces.map((ns) => (ns === '' ? 'every namespace (cluster-wide)' : ns)),
+  );
+  // Byte order, as Go's sort.Strings: the names are ASCII, so code-unit order is the same.
+  const sorted = [...new Set(all)].sort();
+  return `all ${items.length} rule item(s) are authorized; watching source namespace(s) ${sorted.join(', ')}`;
+}
+
+/** An item by index AND by what it selects: the index alone goes stale once someone reorders the list. */
+function describeItem(index: number, item: WatchRuleItems['spec']['rules'][number], own: string): string {
+  const requested = item.sourceNamespace ?? '';
+  const ns = requested === '' ? `"${own}" (omitted; the WatchRule's own namespace)` : `"${requested}"`;
+  return `spec.rules[${index}] (resources ${(item.resources ?? []).join(',')}, sourceNamespace ${ns})`;
+}
+
+/**
+ * The provider side of the gate, the same for every overriding item, so asked once per
+ * rule: undefined when it permits, otherwise the item-agnostic refusal (the caller prefixes
+ * the item). Ordered as upstream: a missing provider delegates nothing; then the target's
+ * own admission; then the delegation flag.
+ */
+async function delegationRefusal(
+  reader: AuthzReader,
+  target: GitTargetRef,
+  own: string,
+): Promise<string | undefined> {
+  const providerName = clusterProviderName(target);
+  const provider = await readProvider(reader, providerName);
+  if (!provider) {
+    return (
+      `referenced ClusterProvider "${providerName}" was not found, so it delegates nothing; a WatchRule may ` +
+      'watch a namespace other than its own only through an existing provider that sets spec.allowAnySourceNamespace'
+    );
+  }
+  const admission = await admittedBy(reader, provider, providerName, target.metadata.namespace ?? '');
+  if (!admission.allowed) {
+    return `GitTarget ${target.metadata.namespace}/${target.metadata.name} may not mirror through ClusterProvider "${providerName}" at all: ${admission.message}`;
+  }
+  if (provider.spec?.allowAnySourceNamespace !== true) {
+    return (
+      `ClusterProvider "${providerName}" does not set spec.allowAnySourceNamespace; a WatchRule may watch only ` +
+      `its own namespace "${own}" until a platform admin delegates that choice`
+    );
+  }
+  return undefined;
 }
 
 export async function resolveWatchRuleSourceScope(
@@ -123,20 +169,12 @@ export async function resolveWatchRuleSourceScope(
   const providerName = clusterProviderName(target);
   // Read lazily and once per rule: a rule of legacy items reads nothing, and a rule of
   // ten overriding items reads the provider (and the Namespace) once.
-  let gate: Promise<{ provider: ClusterProviderPolicy | undefined; admission: Decision }> | undefined;
-  const providerGate = () => {
-    gate ??= (async () => {
-      const provider = await readProvider(reader, providerName);
-      const admission = await admittedBy(reader, provider, providerName, target.metadata.namespace ?? '');
-      return { provider, admission };
-    })();
-    return gate;
-  };
+  let delegation: Promise<string | undefined> | undefined;
 
   const items: SourceNamespaceDecision[] = [];
   for (const [index, item] of rule.spec.rules.entries()) {
     const requested = item.sourceNamespace ?? '';
-    const where = describeItem(index, item, requested);
+    const where = describeItem(index, item, own);
     if (requested === '' || requested === own) {
       items.push({
         index,
@@ -144,35 +182,38 @@ export async function resolveWatchRuleSourceScope(
         namespaces: [own],
         allowed: true,
         reason: ReasonLegacySourceNamespace,
-        message: `${where}: watches the rule's own namespace`,
+        message: `${where} watches this WatchRule's own namespace "${own}", which needs no authorization`,
       });
       continue;
     }
-    const { provider, admission } = await providerGate();
-    const refuse = (why: string): SourceNamespaceDecision => ({
-      index,
-      requested,
-      namespaces: [],
-      allowed: false,
-      reason: ReasonSourceNamespaceNotAllowed,
-      message: `${where}: ${why}`,
-    });
-    if (!admission.allowed) {
-      items.push(refuse(admission.message));
-    } else if (provider?.spec?.allowAnySourceNamespace !== true) {
-      items.push(
-        refuse(
-          `ClusterProvider "${providerName}" does not set spec.allowAnySourceNamespace, so a rule may watch only its own namespace "${own}"`,
-        ),
-      );
+    delegation ??= delegationRefusal(reader, target, own);
+    const refusal = await delegation;
+    if (refusal !== undefined) {
+      items.push({
+        index,
+        requested,
+        namespaces: [],
+        allowed: false,
+        reason: ReasonSourceNamespaceNotAllowed,
+        message: `${where}: ${refusal}`,
+      });
+    } else if (requested === ANY_NAMESPACE) {
+      items.push({
+        index,
+        requested,
+        namespaces: [''],
+        allowed: true,
+        reason: ReasonSourceNamespaceAllowed,
+        message: `${where}: ClusterProvider "${providerName}" sets spec.allowAnySourceNamespace, so this item watches every namespace its source credential can read, as one cluster-wide stream`,
+      });
     } else {
       items.push({
         index,
         requested,
-        namespaces: [requested === ANY_NAMESPACE ? '' : requested],
+        namespaces: [requested],
         allowed: true,
         reason: ReasonSourceNamespaceAllowed,
-        message: `${where}: allowed by ClusterProvider "${providerName}" (spec.allowAnySourceNamespace)`,
+        message: `${where}: ClusterProvider "${providerName}" sets spec.allowAnySourceNamespace, so this item may watch source namespace "${requested}"; whether it can is decided by that credential's RBAC`,
       });
     }
   }

@@ -17,7 +17,7 @@ interface Superseded {
 
 const SUPERSEDED = {
   ClusterProvider: [
-    { field: 'spec.allowedNamespaces', replacement: 'spec.accessFrom (names or selector)' },
+    { field: 'spec.allowedNamespaces', replacement: 'spec.accessFrom' },
     {
       field: 'spec.allowSourceNamespaceOverride',
       replacement: 'spec.allowAnySourceNamespace',
@@ -28,14 +28,13 @@ const SUPERSEDED = {
     },
   ],
   GitProvider: [
-    { field: 'spec.push', replacement: "the GitTarget's spec.commit.window" },
-    { field: 'spec.commit.message', replacement: "the GitTarget's spec.commit.message" },
+    { field: 'spec.push', replacement: 'GitTarget.spec.commit.window' },
+    { field: 'spec.commit.message', replacement: 'GitTarget.spec.commit.message' },
   ],
   GitTarget: [
     {
       field: 'spec.allowedSourceNamespaces',
-      replacement:
-        "the ClusterProvider's spec.allowAnySourceNamespace and each WatchRule item's sourceNamespace (the source credential's RBAC bounds what is read)",
+      replacement: 'ClusterProvider.spec.allowAnySourceNamespace',
     },
   ],
 } as const satisfies Record<string, readonly Superseded[]>;
@@ -63,22 +62,65 @@ export function storedSupersededFields(kind: SupersedingKind, spec: unknown): st
     .map((s) => s.field);
 }
 
+/** The object a refusal names: `namespace/name` for namespaced kinds, the name alone otherwise. */
+export interface SupersedingObject {
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+/** `a` or `a and b`: how upstream joins the fields (and their replacements) it names. */
+const joined = (parts: readonly string[]): string => parts.join(' and ');
+
 /**
- * The refusal for an object of `kind` named `name` whose spec stores a superseded field,
- * or undefined when it stores none. The message names every stored field and its
- * replacement, so one edit fixes the object.
+ * The refusal for an object of `kind` whose spec stores a superseded field, or undefined
+ * when it stores none. The messages are upstream's (`authz.SupersededFieldRefusal`), which
+ * name every stored field and its replacement, so one edit fixes the object.
  */
 export function supersededFieldRefusal(
   kind: SupersedingKind,
-  name: string,
+  obj: SupersedingObject,
   spec: unknown,
 ): Decision | undefined {
   const stored = storedSupersededFields(kind, spec);
   if (stored.length === 0) return undefined;
+  return denied(ReasonSupersededFieldStored, supersededMessage(kind, obj, stored));
+}
+
+function replacementsOf(kind: SupersedingKind, stored: readonly string[]): string[] {
   const entries: readonly Superseded[] = SUPERSEDED[kind];
-  const parts = stored.map((f) => `${f} (replaced by ${entries.find((s) => s.field === f)?.replacement})`);
-  return denied(
-    ReasonSupersededFieldStored,
-    `${kind} "${name}" stores ${parts.join(' and ')}; remove ${stored.length > 1 ? 'them' : 'it'} to resume mirroring`,
-  );
+  return stored.map((f) => entries.find((s) => s.field === f)?.replacement ?? f);
+}
+
+function supersededMessage(kind: SupersedingKind, obj: SupersedingObject, stored: readonly string[]): string {
+  switch (kind) {
+    case 'GitTarget':
+      return (
+        `GitTarget ${obj.namespace ?? ''}/${obj.name} still sets spec.allowedSourceNamespaces, which this release removed. ` +
+        'It is refused rather than ignored, because ignoring it would leave a field that reads like a bound on which ' +
+        'source namespaces reach this folder while enforcing nothing. Source-cluster RBAC now bounds what may be read ' +
+        'and ClusterProvider.spec.accessFrom bounds which namespaces may wield it; a rules[].sourceNamespace other than ' +
+        "a WatchRule's own namespace needs only ClusterProvider.spec.allowAnySourceNamespace. " +
+        'Note that "*" no longer means "every namespace this GitTarget admits": it is every namespace the credential ' +
+        'can read. Delete spec.allowedSourceNamespaces to clear this'
+      );
+    case 'GitProvider': {
+      const replacement = replacementsOf(kind, stored);
+      return (
+        `GitProvider ${obj.namespace ?? ''}/${obj.name} still sets ${joined(stored)}, which moved to ${joined(replacement)} in this release. ` +
+        'Writes through this provider are STOPPED rather than made at the default cadence and wording, because a ' +
+        'folder committing on settings nobody chose is worse than one that is not committing. Set the values on each ' +
+        'GitTarget that needs them, then remove them here'
+      );
+    }
+    case 'ClusterProvider': {
+      const replacement = replacementsOf(kind, stored);
+      return (
+        `ClusterProvider "${obj.name}" still sets ${joined(stored)}, renamed to ${joined(replacement)} in this release. ` +
+        'Same shape, same default, same semantics: rename the key. It is refused rather than ignored because ' +
+        'ignoring it would revoke what it grants without saying so'
+      );
+    }
+    default:
+      return kind satisfies never;
+  }
 }
