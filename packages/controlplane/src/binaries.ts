@@ -11,13 +11,18 @@
  *  2. The cache, `~/.cache/kube-operators-ts/bin/<component>-<version>/`, one folder per
  *     version so a bump never runs a stale binary.
  *  3. `KUBE_OPERATORS_BINARIES` (default `auto`) decides how a missing group arrives:
- *     `download` fetches the official release files of the pinned versions, checked
- *     against the sha256 pinned in versions.ts (seconds); `build` compiles them with Go
- *     from the module proxy (minutes); `auto` downloads and builds when the download is
- *     unavailable (no network, a proxy refusing, a host silent for a few seconds) or
- *     when no checksum is pinned for the platform, saying in one line which path it took
- *     and why. A file that arrives and does not match its checksum is an error in every
- *     mode: a wrong mirror or an altered file is reported, never built around.
+ *     `download` fetches the official release files of the pinned versions, each checked
+ *     against the sha256 pinned in versions.ts or, where none is pinned, against the
+ *     release's own published checksum file from the same host (seconds); `build`
+ *     compiles them with Go from the module proxy (minutes); `auto` downloads and builds
+ *     when the download is unavailable (no network, a proxy refusing, a host silent for a
+ *     few seconds, a checksum file missing or malformed) or when neither a pin nor a
+ *     published checksum exists for the platform, saying in one line which path it took
+ *     and why; `pinned` is `auto` with pins alone as trust (what every release before
+ *     issue 40 did): an unpinned group is built, no published file is read. A file that
+ *     arrives and does not match its checksum, or a pin its release's published file
+ *     contradicts, is an error in every mode: a wrong mirror, an altered file or a wrong
+ *     pin is reported, never built around.
  *     Either way binaries are written under a work folder and renamed into the cache
  *     when complete, so an interrupted run never leaves something that looks cached; a
  *     lock keeps two test runs from fetching or building at once.
@@ -73,7 +78,7 @@ export interface Binaries extends PlaneBinaries {
 export type Log = (message: string) => void;
 
 /** How a missing binary arrives: `KUBE_OPERATORS_BINARIES`. */
-export type BinariesMode = 'auto' | 'download' | 'build';
+export type BinariesMode = 'auto' | 'download' | 'pinned' | 'build';
 
 /** Builds one group from source into a folder (the Go path); replaceable in tests. */
 export type Builder = (component: Component, version: string, dest: string, log: Log) => Promise<void>;
@@ -105,10 +110,11 @@ export function cacheRoot(): string {
 export function binariesMode(env: NodeJS.ProcessEnv = process.env): BinariesMode {
   const v = env.KUBE_OPERATORS_BINARIES;
   if (v === undefined || v === '' || v === 'auto') return 'auto';
-  if (v === 'download' || v === 'build') return v;
+  if (v === 'download' || v === 'pinned' || v === 'build') return v;
   throw new ControlPlaneError(
     `KUBE_OPERATORS_BINARIES is "${v}".`,
-    'set it to auto (download, else build), download (never build) or build (never download), or unset it.',
+    'set it to auto (download, else build), download (never build), pinned (download only what versions.ts ' +
+      'pins, build the rest) or build (never download), or unset it.',
   );
 }
 
@@ -158,16 +164,21 @@ async function fetchOrBuild(
   }
   const platform = 'platform' in opts ? opts.platform : currentPlatform();
   const base = opts.bases?.[component] ?? releaseBase(component);
-  const plan = releasePlan(component, platform, base, opts.checksums ?? RELEASE_SHA256);
-  if (plan.kind === 'unpinned') {
-    const why = `no sha256 pinned in versions.ts for ${plan.missing.join(', ')} on ${platform ?? 'this platform'}`;
+  const plan = releasePlan(
+    component,
+    platform,
+    base,
+    opts.checksums ?? RELEASE_SHA256,
+    mode === 'pinned' ? 'pinned-only' : 'pinned-or-published',
+  );
+  if (plan.kind === 'unverifiable') {
     if (mode === 'download') {
       throw new ControlPlaneError(
-        `${what}: KUBE_OPERATORS_BINARIES=download, and there is ${why}.`,
+        `${what}: KUBE_OPERATORS_BINARIES=download, and nothing can verify a download: ${plan.why}.`,
         'pin the checksum (node packages/controlplane/src/cli.ts checksums prints it), or use auto or build.',
       );
     }
-    log(`${what}: building from source, not downloading: ${why}`);
+    log(`${what}: building from source, not downloading: ${plan.why}`);
     return build(component, version, dest, log);
   }
   const work = join(cacheRoot(), 'build', `${component}-${version}`, 'download');
@@ -185,9 +196,12 @@ async function fetchOrBuild(
     await install(work, dest, COMPONENT_BINARIES[component]);
     log(`${what}: downloaded and verified into ${dest}`);
   } catch (err) {
-    if (mode === 'auto' && err instanceof DownloadUnavailable) {
+    if (mode !== 'download' && err instanceof DownloadUnavailable) {
       log(`${what}: building from source, the download failed: ${err.message.split('\n')[0]}`);
-      return build(component, version, dest, log);
+      // Awaited here, not returned: a returned promise would be left unobserved while the
+      // `finally` below runs, and a build that fails in that time is an unhandled
+      // rejection, which ends the process instead of reaching the caller.
+      return await build(component, version, dest, log);
     }
     throw err;
   } finally {

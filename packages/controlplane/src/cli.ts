@@ -15,9 +15,10 @@ import { COMPONENT_BINARIES, type Component, releaseLocation } from './releases.
 export const USAGE = `usage: controlplane COMMAND
 
   build       find the control-plane binaries (KUBEBUILDER_ASSETS, then the cache), and
-              download (checksums pinned) or build with Go those that are missing, as
-              KUBE_OPERATORS_BINARIES=auto|download|build says (default auto); prints where
-              each one is
+              download (checked against a pinned sha256, else the release's published
+              checksum file) or build with Go those that are missing, as
+              KUBE_OPERATORS_BINARIES=auto|download|pinned|build says (default auto);
+              prints where each one is
   checksums   download the official release files of the pinned versions for Linux
               amd64 and arm64 and print their sha256, to compare with the releases'
               published sums and paste into versions.ts (for maintainers bumping a version)

@@ -1,16 +1,21 @@
 /**
- * Downloads a release file, checks it against a pinned sha256, and leaves the binary it
- * holds in a folder: the fast path to the control-plane binaries (seconds, where a build
- * from source takes minutes).
+ * Downloads a release file, checks it against the sha256 it should have, and leaves the
+ * binary it holds in a folder: the fast path to the control-plane binaries (seconds,
+ * where a build from source takes minutes).
+ *
+ * The sha256 comes from the plan's {@link Trust}: a pin from versions.ts, or the
+ * release's own published checksum file, fetched here from the same host (or mirror)
+ * before the file itself and parsed strictly (releases.ts `parseChecksumFile`).
  *
  * Two kinds of failure, because they call for different answers:
  *  - {@link DownloadUnavailable}: the host could not be reached, did not answer within
  *    the connect timeout, went silent mid-body, answered with an HTTP error, or closed
- *    the connection before the end. Nothing was learned about the file; `auto` mode
- *    builds from source instead.
- *  - {@link DownloadRejected}: a complete file arrived and it is not the pinned one (or
- *    not the archive it should be). That is a wrong mirror or a tampered file: an error
- *    in every mode, never papered over by a build.
+ *    the connection before the end; or the published checksum file is missing or
+ *    malformed. Nothing was learned about the file; `auto` mode builds from source instead.
+ *  - {@link DownloadRejected}: a complete file arrived and it is not the one its pin or
+ *    its published checksum names (or not the archive it should be), or the pin and the
+ *    published checksum disagree. That is a wrong mirror, a tampered file or a wrong
+ *    pin: an error in every mode, never papered over by a build.
  *
  * Everything is written under the caller's work folder first; the caller renames the
  * finished binaries into the cache, so a failure leaves nothing that looks installed.
@@ -24,6 +29,7 @@ import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ControlPlaneError } from './errors.ts';
+import { type PublishedChecksum, parseChecksumFile, type Trust } from './releases.ts';
 
 const exec = promisify(execFile);
 
@@ -32,8 +38,8 @@ export interface ReleaseFile {
   /** The binary's name in the cache folder (`kube-apiserver`, `etcd`). */
   readonly binary: string;
   readonly url: string;
-  /** The pinned sha256 of the file at `url`, lowercase hex. */
-  readonly sha256: string;
+  /** Where the sha256 of the file at `url` comes from. */
+  readonly trust: Trust;
   /** The binary's path inside a `.tar.gz`; absent when the file is the binary itself. */
   readonly member?: string;
 }
@@ -52,7 +58,7 @@ export interface DownloadOptions {
 /** The host did not deliver the file: reachable again later, or from a mirror. */
 export class DownloadUnavailable extends ControlPlaneError {}
 
-/** The file arrived complete and is not the pinned one. */
+/** The file arrived complete and is not the one its checksum names, or its checksums disagree. */
 export class DownloadRejected extends ControlPlaneError {}
 
 /** `ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:9)`: the code first, for the reader and for tests. */
@@ -79,7 +85,8 @@ export async function downloadRelease(
   await mkdir(workDir, { recursive: true });
   const partial = join(workDir, `.${file.binary}.download`);
   try {
-    await fetchVerified(file, partial, opts);
+    const expected = await expectedSha256(file, opts);
+    await fetchVerified(file, expected, partial, opts);
     const target = join(workDir, file.binary);
     if (file.member === undefined) {
       await rename(partial, target);
@@ -148,23 +155,139 @@ function unavailable(url: string, why: string): DownloadUnavailable {
   );
 }
 
-/** A 2xx response for `url`, or {@link DownloadUnavailable} saying why there is none. */
-async function openOk(url: string, connectTimeoutMs: number): Promise<IncomingMessage> {
+/**
+ * A 2xx response for `url`, or {@link DownloadUnavailable} saying why there is none, in
+ * the words of `failed` (a release file's by default).
+ */
+async function openOk(
+  url: string,
+  connectTimeoutMs: number,
+  failed: (why: string) => DownloadUnavailable = (why) => unavailable(url, why),
+): Promise<IncomingMessage> {
   let response: IncomingMessage;
   try {
     response = await openResponse(url, connectTimeoutMs);
   } catch (err) {
-    throw unavailable(url, describeNetworkError(err));
+    throw failed(describeNetworkError(err));
   }
   const status = response.statusCode ?? 0;
   if (status < 200 || status >= 300) {
     response.resume();
-    throw unavailable(url, `the server answered HTTP ${status} ${response.statusMessage ?? ''}`.trim());
+    throw failed(`the server answered HTTP ${status} ${response.statusMessage ?? ''}`.trim());
   }
   return response;
 }
 
-async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOptions): Promise<void> {
+/** The sha256 a download must have, and the words the log and the errors use for its source. */
+interface Expected {
+  readonly sha256: string;
+  /** For the log line: "sha256 pinned" or "sha256 from the release's published checksum file (<url>)". */
+  readonly source: string;
+  /** For a mismatch: "the pinned sha256 <hex>" or "the sha256 <hex> published in <url>". */
+  readonly named: string;
+}
+
+/** The largest checksum file read: etcd's SHA256SUMS, the longest here, is under 2 kB. */
+const MAX_CHECKSUM_FILE_BYTES = 1_000_000;
+
+/**
+ * The text of a published checksum file, or {@link DownloadUnavailable} saying why there
+ * is none (unreachable, an HTTP error such as a 404, silent, too large).
+ */
+async function readChecksumFile(url: string, opts: DownloadOptions): Promise<string> {
+  const response = await openOk(url, opts.connectTimeoutMs, (why) => checksumUnavailable(url, why));
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  const stall = setTimeout(
+    () => response.destroy(new Error(`no data for ${opts.stallTimeoutMs} ms`)),
+    opts.stallTimeoutMs,
+  );
+  try {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      bytes += chunk.byteLength;
+      if (bytes > MAX_CHECKSUM_FILE_BYTES) {
+        response.destroy();
+        throw checksumUnavailable(url, `it is larger than ${MAX_CHECKSUM_FILE_BYTES} bytes`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof DownloadUnavailable) throw err;
+    throw checksumUnavailable(url, describeNetworkError(err));
+  } finally {
+    clearTimeout(stall);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A published checksum file that cannot be used: as unavailable as the file itself. */
+function checksumUnavailable(url: string, why: string): DownloadUnavailable {
+  return new DownloadUnavailable(
+    `the release's published checksum file ${url} cannot be used: ${why}.`,
+    "check the mirror serves the release's checksum files beside its files, pin the sha256 in " +
+      'packages/controlplane/src/versions.ts, or build from source with KUBE_OPERATORS_BINARIES=build.',
+  );
+}
+
+/** The digest a published checksum file gives our file, or {@link DownloadUnavailable}. */
+async function publishedSha256(published: PublishedChecksum, opts: DownloadOptions): Promise<string> {
+  const text = await readChecksumFile(published.checksumUrl, opts);
+  const reading = parseChecksumFile(text, published.format, published.fileName);
+  switch (reading.kind) {
+    case 'digest':
+      return reading.sha256;
+    case 'malformed':
+      throw checksumUnavailable(published.checksumUrl, `it is malformed, ${reading.why}`);
+  }
+}
+
+/**
+ * What the file must hash to. A pin wins; where the plan asks for a cross-check the
+ * release's published file is read too, and a disagreement refuses the download before
+ * a byte of it is fetched (one of the two is wrong, and nothing here can say which). A
+ * published file that cannot be read leaves the pin alone, saying so.
+ */
+async function expectedSha256(file: ReleaseFile, opts: DownloadOptions): Promise<Expected> {
+  const trust = file.trust;
+  switch (trust.kind) {
+    case 'pinned': {
+      const pinned = trust.sha256.toLowerCase();
+      if (trust.crossCheck !== undefined) {
+        let published: string | undefined;
+        try {
+          published = await publishedSha256(trust.crossCheck, opts);
+        } catch (err) {
+          if (!(err instanceof DownloadUnavailable)) throw err;
+          opts.log(`${file.binary}: the pin alone, ${err.message.split('\n')[0]}`);
+        }
+        if (published !== undefined && published !== pinned) {
+          throw new DownloadRejected(
+            `${file.url}: the sha256 pinned in versions.ts is ${pinned}, and the release's published ` +
+              `checksum file ${trust.crossCheck.checksumUrl} says ${published}. Nothing was downloaded or installed.`,
+            'one of the two is wrong: compare the pin with the release notes and fix versions.ts, or point the ' +
+              'mirror at the official files; or build from source with KUBE_OPERATORS_BINARIES=build.',
+          );
+        }
+      }
+      return { sha256: pinned, source: 'sha256 pinned', named: `the pinned sha256 ${pinned}` };
+    }
+    case 'published': {
+      const sha256 = await publishedSha256(trust, opts);
+      return {
+        sha256,
+        source: `sha256 from the release's published checksum file (${trust.checksumUrl})`,
+        named: `the sha256 ${sha256} published in ${trust.checksumUrl}`,
+      };
+    }
+  }
+}
+
+async function fetchVerified(
+  file: ReleaseFile,
+  expected: Expected,
+  path: string,
+  opts: DownloadOptions,
+): Promise<void> {
   const response = await openOk(file.url, opts.connectTimeoutMs);
   const total = Number(response.headers['content-length'] ?? Number.NaN);
   const hash = createHash('sha256');
@@ -227,9 +350,9 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
     throw unavailable(file.url, `the connection closed after ${received} of ${total} bytes`);
   }
   const got = hash.digest('hex');
-  if (got !== file.sha256.toLowerCase()) {
+  if (got !== expected.sha256) {
     throw new DownloadRejected(
-      `${file.url} has sha256 ${got}, not the pinned ${file.sha256} (${received} bytes).`,
+      `${file.url} has sha256 ${got}, not ${expected.named} (${received} bytes).`,
       'a mirror serving other files, or a file altered in transit or at rest: nothing was installed. ' +
         'Point the mirror at the official files, or build from source with KUBE_OPERATORS_BINARIES=build.',
     );
@@ -237,7 +360,7 @@ async function fetchVerified(file: ReleaseFile, path: string, opts: DownloadOpti
   const seconds = (Date.now() - started) / 1000;
   opts.log(
     `downloaded ${file.binary}: ${megabytes(received)} in ${seconds.toFixed(1)} s ` +
-      `(${megabytes(received / Math.max(seconds, 0.001))}/s), sha256 verified`,
+      `(${megabytes(received / Math.max(seconds, 0.001))}/s), verified: ${expected.source}`,
   );
 }
 

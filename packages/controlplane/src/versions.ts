@@ -63,14 +63,16 @@ export type ReleasedBinary =
 /**
  * The sha256 of each official release file of the versions above, per platform: the
  * raw binary for Kubernetes (dl.k8s.io), the `.tar.gz` for etcd, helm and Prometheus.
- * A download is installed only when it matches; a binary with no checksum here for the
- * machine's platform is built from source, never fetched unverified.
+ * A pin always wins: a download is installed only when it matches, and where the
+ * release's own published checksum file says otherwise the download is refused.
+ * A binary with no pin here is verified against that published file instead (see
+ * releases.ts), except with `KUBE_OPERATORS_BINARIES=pinned`, where it is built.
  *
  * Each value was read from the project's published checksum file and agrees across
  * independent public pins (kubectl: dl.k8s.io's `kubectl.sha256`; helm: get.helm.sh's
- * `.sha256sum`). The others are not pinned yet because the machine this was written on
- * reaches no release host: `node packages/controlplane/src/cli.ts checksums` on a machine that does prints
- * the lines to paste here, to be compared with the release notes before committing.
+ * `.sha256sum`). `node packages/controlplane/src/cli.ts checksums`, on a machine that
+ * reaches the release hosts, prints the lines for the others, to be compared with the
+ * release notes before committing.
  */
 export const RELEASE_SHA256: Readonly<Record<ReleasedBinary, Readonly<Partial<Record<Platform, string>>>>> = {
   'kube-apiserver': {},
