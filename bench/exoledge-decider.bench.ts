@@ -47,11 +47,15 @@
  *   kubelet writes ConfigMap volumes (`writeVolume` of the decider test harness).
  * - no Valkey: a listed client gets its verdict (pow) without a state read, as when
  *   Valkey is down; with Valkey each listed request adds a round trip to it. So these are
- *   the numbers of the lookup and the HTTP path, not of the state store.
+ *   the numbers of the lookup and the HTTP path, not of the state store. A pow verdict is
+ *   answered with the challenge page (403, a fresh signed nonce), which needs the site's
+ *   signing key: the decider is given one as `EXOLEDGE_SIGNING_KEYS` would
+ *   (`signingKeys` in `support/exoledge-decider-server.ts`); without it a listed request
+ *   is a 503 and the checks below fail.
  *
  * The requests: `GET /v1/verdict/shop/products/42` (the ext_authz path prefix and the
- * request's path, as Envoy sends them) with `x-envoy-external-address`,
- * `x-forwarded-for` and `user-agent`, cycling over 400 requests whose client addresses
+ * request's path, as Envoy sends them) with `x-forwarded-for` (the client's address,
+ * the entry the gateway appended) and `user-agent`, cycling over 400 requests whose client addresses
  * are 64% on no list, 27% in `proxies` (/32 hosts, hosts of /24s, IPv6 in /48s), 5% in
  * `scanners` and 4% in the allowlist. Each address's verdict is checked through
  * `/v1/verdict?addr=` and the ext_authz path before any load. The bare server gets the
@@ -253,7 +257,8 @@ type Client = (typeof Client)[keyof typeof Client];
 
 const EXPECTED: Record<Client, { reason: VerdictReason; status: number }> = {
   unlisted: { reason: VerdictReason.NotListed, status: 200 },
-  presumed: { reason: VerdictReason.PresumedListed, status: 200 },
+  // The challenge page, ext_authz's denied response (the decider serves the challenge itself).
+  presumed: { reason: VerdictReason.PresumedListed, status: 403 },
   certain: { reason: VerdictReason.CertainListed, status: 403 },
   allowlisted: { reason: VerdictReason.Allowlisted, status: 200 },
 };
@@ -733,7 +738,7 @@ async function parent(): Promise<number> {
     path: VERDICT_URL_PATH,
     headers: {
       host: 'shop.example.com',
-      'x-envoy-external-address': target.addr,
+      // As the gateway forwards it: the client's address, the entry it appended (0 trusted hops).
       'x-forwarded-for': target.addr,
       'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
     },
@@ -795,7 +800,7 @@ async function parent(): Promise<number> {
     for (const target of new Map(targets.map((x) => [x.addr, x])).values()) {
       const v = await verdictOf(deciderUrl, target.addr);
       const res = await fetch(`${deciderUrl}${VERDICT_URL_PATH}`, {
-        headers: { 'x-envoy-external-address': target.addr },
+        headers: { 'x-forwarded-for': target.addr },
       });
       await res.arrayBuffer();
       const want = EXPECTED[target.client];

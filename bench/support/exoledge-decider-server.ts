@@ -173,6 +173,9 @@ async function decider(): Promise<void> {
       listen: { host: '127.0.0.1', port: 0 },
       valkeyUrl: undefined,
       trustedHops: 0,
+      // The chart's signing-key Secret: without Valkey, the one source of the key that signs
+      // challenge nonces and clearances (without one a Presumed client gets a 503).
+      signingKeys: [Buffer.from('bench-signing-key-of-at-least-32-characters')],
     };
     running = await runDecider({ settings, feed, log });
     send({ type: 'listening', port: running.port });

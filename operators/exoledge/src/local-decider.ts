@@ -7,6 +7,7 @@
  *
  * No Valkey: the verdicts of lists do not depend on state; a solved challenge is not kept.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +58,8 @@ export async function startLocalDecider(options: {
       listen: { host: '127.0.0.1', port: 0 },
       valkeyUrl: undefined,
       trustedHops: 0,
+      // One process, no Valkey: a key of its own lets it serve the challenge page.
+      signingKeys: [randomBytes(32).toString('hex')].map((k) => Buffer.from(k, 'utf8')),
     },
     feed: new KubeShardFeed({ client, namespace: shardNamespace, log }),
     log,

@@ -92,7 +92,6 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
       notServed: await discoverEdgeKinds(client),
       edge: {
         deciderImage: DEFAULT_IMAGES.decider,
-        challengeFilterImage: DEFAULT_IMAGES.challengeFilter,
         wafFilterImage: DEFAULT_IMAGES.wafFilter,
         shardNamespace: deciderNamespace,
         gatewayClassName: 'istio',
@@ -189,7 +188,7 @@ export async function runLocal(ctx: LocalContext): Promise<{ stop(): Promise<voi
     log(`decider: curl -s '${query}'  ->  ${answer}`);
   }
   log(
-    `decider: ext_authz as Envoy asks it: curl -si -H 'x-envoy-external-address: ${listed}' ${decider.url}/v1/verdict/cart`,
+    `decider: ext_authz as Envoy asks it: curl -si -H 'x-forwarded-for: ${listed}' ${decider.url}/v1/verdict/cart`,
   );
 
   const metrics = manager.metricsEndpoint;

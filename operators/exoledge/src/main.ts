@@ -86,11 +86,6 @@ const cl = await commandLine({
       env: 'EXOLEDGE_DECIDER_IMAGE',
       help: `the image of each EdgeSite's decider; default\n${DEFAULT_IMAGES.decider}`,
     }),
-    'challenge-filter-image': flag({
-      value: 'REF',
-      env: 'EXOLEDGE_CHALLENGE_FILTER_IMAGE',
-      help: `the proof-of-work Wasm module (oci://, https://)\nof the challenge WasmPlugin; default ${DEFAULT_IMAGES.challengeFilter}`,
-    }),
     'waf-filter-image': flag({
       value: 'REF',
       env: 'EXOLEDGE_WAF_FILTER_IMAGE',
@@ -117,8 +112,18 @@ const cl = await commandLine({
     'trusted-hops': flag({
       value: 'N',
       env: 'EXOLEDGE_TRUSTED_HOPS',
-      help: `proxies in front of the gateway whose X-Forwarded-For\nentries deciders trust; 0 to ${MAX_TRUSTED_HOPS}, default 0 (the header is never read)`,
+      help: `Envoy's xff_num_trusted_hops of the gateways: trusted\nproxies in front of them; 0 to ${MAX_TRUSTED_HOPS}, default 0 (the gateway's own peer)`,
       parse: checked(readTrustedHops, `an integer from 0 to ${MAX_TRUSTED_HOPS}`, 0),
+    }),
+    'client-address-header': flag({
+      value: 'NAME',
+      env: 'EXOLEDGE_CLIENT_ADDRESS_HEADER',
+      help: 'a header deciders read the client address from first;\nonly when a CDN alone reaches the gateways and overwrites it; none by default',
+      parse: checked(
+        (t) => (/^[A-Za-z0-9-]+$/.test(t) ? t.toLowerCase() : undefined),
+        'a header name',
+        undefined,
+      ),
     }),
   },
 });
@@ -143,13 +148,13 @@ const { manager } = createOperator({
     notServed,
     edge: {
       deciderImage: f['decider-image'] ?? DEFAULT_IMAGES.decider,
-      challengeFilterImage: f['challenge-filter-image'] ?? DEFAULT_IMAGES.challengeFilter,
       wafFilterImage: f['waf-filter-image'] ?? DEFAULT_IMAGES.wafFilter,
       shardNamespace: deciderNamespace,
       gatewayClassName: f['gateway-class'] ?? 'istio',
       deciderPort: DEFAULT_DECIDER_PORT,
       valkeyUrl: f['valkey-url'],
       trustedHops: f['trusted-hops'],
+      clientAddressHeader: f['client-address-header'],
     },
   },
   leaderElection: cl.leaderElection,

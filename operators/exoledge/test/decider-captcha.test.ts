@@ -77,7 +77,7 @@ async function answerCaptcha(
 ): Promise<{ status: number; cookie: string | null; error: unknown }> {
   const res = await fetch(`${d.url}/v1/captcha`, {
     method: 'POST',
-    headers: { 'x-envoy-external-address': addr, 'content-type': 'application/json' },
+    headers: { 'x-forwarded-for': addr, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as Record<string, unknown>;
@@ -106,14 +106,14 @@ after(async () => {
 describe('decider: a captcha answer checked with the provider (stand-in siteverify server, real redis-server)', () => {
   it('clears a listed client whose captcha the provider accepts, asking with the secret and the client address', async (t) => {
     const { provider, d } = await startSite(t);
-    const from = { 'x-envoy-external-address': '203.0.113.7' };
+    const from = { 'x-forwarded-for': '203.0.113.7' };
     assert.equal((await extAuthz(d, '/', from)).verdict, 'captcha', 'Strict with a captcha asks the captcha');
 
     const solved = await answerCaptcha(d, '203.0.113.7', { token: 'solved-by-203.0.113.7' });
     assert.equal(solved.status, 200);
     assert.match(
       solved.cookie ?? '',
-      /^exoledge_clearance=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=1800; HttpOnly; Secure; SameSite=Lax$/,
+      /^exoledge_clearance=v1\.[0-9]+\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=1800; HttpOnly; Secure; SameSite=Lax$/,
     );
     assert.deepEqual(provider.asked, [
       {
@@ -165,7 +165,7 @@ describe('decider: a captcha answer checked with the provider (stand-in siteveri
     const d = await h.start({ valkeyUrl: redis.url, captchaSecret: SECRET, captchaVerifyUrl: provider.url });
     const down = await answerCaptcha(d, '203.0.113.7', { token: 'solved-by-203.0.113.7' });
     assert.deepEqual([down.status, down.error, down.cookie], [503, 'CaptchaUnavailable', null]);
-    assert.equal((await extAuthz(d, '/', { 'x-envoy-external-address': '203.0.113.7' })).verdict, 'captcha');
+    assert.equal((await extAuthz(d, '/', { 'x-forwarded-for': '203.0.113.7' })).verdict, 'captcha');
   });
 });
 

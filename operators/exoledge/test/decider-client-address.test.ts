@@ -127,50 +127,86 @@ describe('clientAddress', () => {
   );
   const peer = v4.map(dotted);
 
-  it('never reads X-Forwarded-For with no trusted hop: the peer is the client', () => {
+  /** Envoy's rule, written out here: the (hops+1)-th entry from the right, the last when there are fewer. */
+  const envoyTrusted = (xff: readonly string[], hops: number): string =>
+    xff.length > hops ? xff[xff.length - 1 - hops]! : xff[xff.length - 1]!;
+
+  it("takes the entry Envoy's xff_num_trusted_hops rule trusts: the (N+1)-th from the right, the last when fewer", () => {
     fc.assert(
-      fc.property(fc.array(entry, { maxLength: 5 }), peer, (xff, p) => {
-        const got = clientAddress({ forwardedFor: xff.join(', '), peer: p }, 0);
+      fc.property(
+        fc.array(entry, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 0, max: 8 }),
+        peer,
+        (xff, hops, p) => {
+          const got = clientAddress({ forwardedFor: xff.join(' ,'), peer: p }, hops);
+          assert.equal(got.kind, 'address');
+          if (got.kind !== 'address') return;
+          assert.equal(got.source, 'x-forwarded-for');
+          assert.deepEqual(got.address, readAddress(envoyTrusted(xff, hops)));
+        },
+      ),
+    );
+    // Fixed cases, as Envoy's documentation gives them (use_remote_address: the gateway
+    // appended its peer, the last entry, before ext_authz saw the header).
+    const at = (xff: string, hops: number) => {
+      const got = clientAddress({ forwardedFor: xff, peer: '10.0.0.9' }, hops);
+      return got.kind === 'address' ? formatAddress(got.address) : got.kind;
+    };
+    assert.equal(at('192.0.2.10', 0), '192.0.2.10');
+    assert.equal(at('203.0.113.128, 192.0.2.10', 0), '192.0.2.10');
+    assert.equal(at('203.0.113.128, 203.0.113.10, 192.0.2.1', 1), '203.0.113.10');
+    assert.equal(at('203.0.113.128, 203.0.113.10, 192.0.2.1', 2), '203.0.113.128');
+    assert.equal(at('192.0.2.1', 2), '192.0.2.1');
+  });
+
+  it('as an attacker: entries a client prepends to X-Forwarded-For change nothing, for 0, 1 and 2 trusted hops', () => {
+    // Anything a client can write: addresses, garbage, empty entries, whole lists.
+    const forged = fc.array(fc.oneof(entry, fc.stringMatching(/^[^,]{0,30}$/)), { maxLength: 5 });
+    fc.assert(
+      fc.property(
+        fc.constantFrom(0, 1, 2),
+        forged,
+        entry,
+        fc.array(entry, { minLength: 2, maxLength: 2 }),
+        (hops, prefix, client, proxies) => {
+          // What the trusted hops appended: the client, then each trusted proxy's peer.
+          const trusted = [client, ...proxies.slice(0, hops)];
+          const honest = clientAddress({ forwardedFor: trusted.join(', '), peer: '10.0.0.1' }, hops);
+          const attacked = clientAddress(
+            { forwardedFor: [...prefix, ...trusted].join(', '), peer: '10.0.0.1' },
+            hops,
+          );
+          assert.deepEqual(attacked, honest);
+          assert.deepEqual(honest.kind === 'address' && honest.address, readAddress(client));
+        },
+      ),
+    );
+  });
+
+  it('reads the peer only when no X-Forwarded-For came (a request that did not pass the gateway)', () => {
+    fc.assert(
+      fc.property(peer, fc.integer({ min: 0, max: 3 }), (p, hops) => {
+        const got = clientAddress({ peer: p }, hops);
         assert.equal(got.kind === 'address' && got.source, 'peer');
         assert.deepEqual(got.kind === 'address' && got.address, readAddress(p));
       }),
     );
   });
 
-  it('takes the N-th X-Forwarded-For entry from the right with N trusted hops, the first when fewer', () => {
-    fc.assert(
-      fc.property(
-        fc.array(entry, { minLength: 1, maxLength: 6 }),
-        fc.integer({ min: 1, max: 8 }),
-        peer,
-        (xff, hops, p) => {
-          const got = clientAddress({ forwardedFor: xff.join(' ,'), peer: p }, hops);
-          const expected = xff[Math.max(0, xff.length - hops)]!;
-          assert.equal(got.kind, 'address');
-          if (got.kind !== 'address') return;
-          assert.equal(got.source, 'x-forwarded-for');
-          assert.deepEqual(got.address, readAddress(expected));
-        },
-      ),
-    );
-  });
-
-  it('prefers x-envoy-external-address to everything else, and never falls back when it does not read', () => {
+  it('reads a header the operator named before X-Forwarded-For, and never falls back when it does not read', () => {
     fc.assert(
       fc.property(
         entry,
         fc.array(entry, { maxLength: 3 }),
         fc.integer({ min: 0, max: 3 }),
-        peer,
-        (ext, xff, hops, p) => {
-          const got = clientAddress({ externalAddress: ext, forwardedFor: xff.join(','), peer: p }, hops);
-          assert.equal(got.kind === 'address' && got.source, 'x-envoy-external-address');
-          assert.deepEqual(got.kind === 'address' && got.address, readAddress(ext));
+        (named, xff, hops) => {
+          const got = clientAddress({ named, forwardedFor: xff.join(','), peer: '10.0.0.1' }, hops);
+          assert.equal(got.kind === 'address' && got.source, 'named-header');
+          assert.deepEqual(got.kind === 'address' && got.address, readAddress(named));
         },
       ),
     );
-    const bad = clientAddress({ externalAddress: 'not-an-ip', peer: '10.0.0.1' }, 0);
-    assert.equal(bad.kind, 'unreadable');
+    assert.equal(clientAddress({ named: 'not-an-ip', forwardedFor: '192.0.2.1' }, 0).kind, 'unreadable');
   });
 
   it('reads the IPv4-mapped peer of a dual-stack socket as IPv4, in canonical text', () => {

@@ -131,6 +131,8 @@ describe('readDeciderEnv', () => {
         listen: { host: undefined, port: 8080 },
         valkeyUrl: undefined,
         trustedHops: 0,
+        clientAddressHeader: undefined,
+        signingKeys: [],
         captchaSecret: undefined,
         captchaVerifyUrl: undefined,
       },
@@ -141,8 +143,12 @@ describe('readDeciderEnv', () => {
       EXOLEDGE_TRUSTED_HOPS: '2',
       EXOLEDGE_CAPTCHA_SECRET: 'shh',
       EXOLEDGE_CAPTCHA_VERIFY_URL: 'https://captcha-proxy.internal/siteverify',
+      EXOLEDGE_CLIENT_ADDRESS_HEADER: 'CF-Connecting-IP',
+      EXOLEDGE_SIGNING_KEYS: `${'n'.repeat(64)}, ${'o'.repeat(32)}`,
     });
     assert.ok(full.ok);
+    assert.equal(full.settings.clientAddressHeader, 'cf-connecting-ip');
+    assert.deepEqual(full.settings.signingKeys, [Buffer.from('n'.repeat(64)), Buffer.from('o'.repeat(32))]);
     assert.equal(full.settings.valkeyUrl, 'redis://valkey:6379');
     assert.equal(full.settings.trustedHops, 2);
     assert.equal(full.settings.captchaSecret, 'shh');
@@ -157,6 +163,8 @@ describe('readDeciderEnv', () => {
       EXOLEDGE_VALKEY_URL: 'http://valkey',
       EXOLEDGE_TRUSTED_HOPS: '-1',
       EXOLEDGE_CAPTCHA_VERIFY_URL: 'ftp://captcha',
+      EXOLEDGE_CLIENT_ADDRESS_HEADER: 'x client ip',
+      EXOLEDGE_SIGNING_KEYS: 'short-secret-key',
     });
     assert.equal(read.ok, false);
     assert.deepEqual(read.ok ? [] : read.problems.map((p) => p.split(' ')[0]), [
@@ -164,8 +172,12 @@ describe('readDeciderEnv', () => {
       'EXOLEDGE_LISTEN',
       'EXOLEDGE_VALKEY_URL',
       'EXOLEDGE_TRUSTED_HOPS',
+      'EXOLEDGE_CLIENT_ADDRESS_HEADER',
+      'EXOLEDGE_SIGNING_KEYS:',
       'EXOLEDGE_CAPTCHA_VERIFY_URL',
     ]);
+    // A key is a secret: a problem with one never repeats it.
+    assert.ok(!read.ok && !read.problems.join('\n').includes('short-secret-key'));
   });
 
   it('reads a listen address with or without a host', () => {

@@ -4,10 +4,15 @@
  * string), not with the module's own helpers.
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { clearanceCookie, readClearanceCookie } from '../src/domain/decider/clearance.ts';
+import {
+  clearanceCookie,
+  issueClearance,
+  readClearanceCookie,
+  verifyClearance,
+} from '../src/domain/decider/clearance.ts';
 import {
   checkSolution,
   leadingZeroBits,
@@ -94,8 +99,51 @@ describe('proof-of-work', () => {
   });
 });
 
+describe('clearance token: signed, expiring, checked with no store', () => {
+  const issue = (client = '192.0.2.1', seconds = 600, key: Buffer = KEY) =>
+    issueClearance({ key, client, now: NOW, seconds, random: Buffer.alloc(12, 3) });
+
+  it('is v1.<expires>.<random>.<HMAC-SHA256 of them and the client key>, as written out here', () => {
+    const random = Buffer.alloc(12, 3).toString('base64url');
+    const mac = createHmac('sha256', KEY)
+      .update(`exoledge-clearance-v1\n${NOW + 600}\n${random}\n192.0.2.1`)
+      .digest('base64url');
+    assert.equal(issue(), `v1.${NOW + 600}.${random}.${mac}`);
+  });
+
+  it('is valid for its client until it expires, under the key or a key kept for rotation', () => {
+    const token = issue();
+    assert.equal(verifyClearance([KEY], '192.0.2.1', token, NOW + 600), true);
+    assert.equal(verifyClearance([Buffer.alloc(32, 9), KEY], '192.0.2.1', token, NOW), true);
+    assert.equal(verifyClearance([KEY], '192.0.2.1', token, NOW + 601), false, 'expired');
+    assert.equal(verifyClearance([KEY], '192.0.2.2', token, NOW), false, 'another client');
+    assert.equal(verifyClearance([Buffer.alloc(32, 9)], '192.0.2.1', token, NOW), false, 'another key');
+  });
+
+  it("is refused when any character is changed (but the MAC's last, whose low bits base64 ignores)", () => {
+    const token = issue();
+    fc.assert(
+      fc.property(
+        fc.nat({ max: token.length - 2 }),
+        fc.constantFrom('0', '9', 'A', '_', '-', 'z'),
+        (i, c) => {
+          fc.pre(token[i] !== c);
+          const altered = token.slice(0, i) + c + token.slice(i + 1);
+          assert.equal(verifyClearance([KEY], '192.0.2.1', altered, NOW), false, altered);
+        },
+      ),
+    );
+  });
+});
+
 describe('clearance cookie', () => {
-  const token = 'A'.repeat(43);
+  const token = issueClearance({
+    key: KEY,
+    client: '192.0.2.1',
+    now: NOW,
+    seconds: 60,
+    random: RANDOM.subarray(0, 12),
+  });
 
   it('is read among other cookies, and ignored when it is not a token', () => {
     assert.equal(readClearanceCookie(`a=1; exoledge_clearance=${token}; b=2`), token);

@@ -27,10 +27,19 @@ const CHALLENGE: Readonly<Record<string, 'pow' | 'captcha' | 'pass'>> = {
   'Strict/no-captcha/filter': 'pow',
   'Strict/captcha/filter': 'captcha',
   'Challenge/no-captcha/no-filter': 'pass',
-  'Challenge/captcha/no-filter': 'captcha',
+  'Challenge/captcha/no-filter': 'pass',
   'Strict/no-captcha/no-filter': 'pass',
   'Strict/captcha/no-filter': 'captcha',
 };
+
+/** Extra zero bits by challenge count, as literal bands: 121-239 one, then one per doubling, at most 4. */
+function floodBits(count: number): number {
+  if (count <= 120) return 0;
+  if (count < 240) return 1;
+  if (count < 480) return 2;
+  if (count < 960) return 3;
+  return 4;
+}
 
 function oracle(input: VerdictInput): Decision {
   const { policy, state } = input;
@@ -51,8 +60,13 @@ function oracle(input: VerdictInput): Decision {
     [asked === 'pass', { verdict: 'pass', reason: 'ChallengeOff', list: presumed! }],
     [state.kind === 'cleared', { verdict: 'pass', reason: 'Cleared', list: presumed! }],
     [
-      state.kind === 'challenged' && state.count > 120,
-      { verdict: 'drop', reason: 'ChallengeFlood', list: presumed! },
+      state.kind === 'challenged' && state.count > 120 && asked === 'pow',
+      {
+        verdict: 'pow',
+        reason: 'ChallengeFlood',
+        list: presumed!,
+        extraBits: floodBits(state.kind === 'challenged' ? state.count : 0),
+      },
     ],
     [true, { verdict: asked as 'pow' | 'captcha', reason: 'PresumedListed', list: presumed! }],
   ];
@@ -77,7 +91,7 @@ const policy: fc.Arbitrary<VerdictPolicy> = fc.record({
 });
 const state: fc.Arbitrary<ClientState> = fc.oneof(
   fc.constant({ kind: 'cleared' as const }),
-  fc.record({ kind: fc.constant('challenged' as const), count: fc.integer({ min: 1, max: 300 }) }),
+  fc.record({ kind: fc.constant('challenged' as const), count: fc.integer({ min: 1, max: 20_000 }) }),
   fc.constant({ kind: 'unavailable' as const }),
   fc.constant({ kind: 'notRead' as const }),
 );
@@ -120,14 +134,23 @@ describe('decide', () => {
     );
   });
 
-  it('never drops a client that is in no Certain list unless it floods challenges', () => {
+  it('never drops a client that is in no Certain list, however many challenges it was sent', () => {
     fc.assert(
       fc.property(input, (i) => {
         fc.pre(!i.lists.some((l) => l.kind === ListKind.Certain));
-        const d = decide(i);
-        if (d.verdict === 'drop') assert.equal(d.reason, 'ChallengeFlood');
+        assert.notEqual(decide(i).verdict, 'drop');
       }),
+      { numRuns: 3000 },
     );
+  });
+
+  it('10,000 challenges from one Presumed address in a window: every one a challenge, none a drop', () => {
+    for (const policy of [base.policy, { ...base.policy, posture: Posture.Strict, captcha: true }]) {
+      for (let count = 1; count <= 10_000; count++) {
+        const d = decide({ ...base, policy, state: { kind: 'challenged', count } });
+        assert.ok(d.verdict === 'pow' || d.verdict === 'captcha', `challenge ${count}: ${d.verdict}`);
+      }
+    }
   });
 
   it('passes an allowlisted address even when a Certain list holds it', () => {
@@ -152,11 +175,20 @@ describe('decide', () => {
     }
   });
 
-  it('challenges the 120th challenge of a window and drops the 121st', () => {
+  it("asks the site's work up to the 120th challenge of a window, then one more bit per doubling, at most 4", () => {
     const at = (count: number) => decide({ ...base, state: { kind: 'challenged', count } });
     assert.equal(CHALLENGE_FLOOD_THRESHOLD, 120);
     assert.deepEqual(at(120), { verdict: 'pow', reason: 'PresumedListed', list: 'proxies' });
-    assert.deepEqual(at(121), { verdict: 'drop', reason: 'ChallengeFlood', list: 'proxies' });
+    const flood = (extraBits: number) => ({
+      verdict: 'pow',
+      reason: 'ChallengeFlood',
+      list: 'proxies',
+      extraBits,
+    });
+    assert.deepEqual(at(121), flood(1));
+    assert.deepEqual(at(240), flood(2));
+    assert.deepEqual(at(959), flood(3));
+    assert.deepEqual(at(10_000), flood(4));
   });
 
   it('challenges a listed client when Valkey is unavailable, as if it had no token', () => {

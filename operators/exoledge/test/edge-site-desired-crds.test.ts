@@ -81,7 +81,6 @@ describe('server-side dry-run of the objects an EdgeSite plans, against the real
         'Gateway',
         'EnvoyFilter',
         'WasmPlugin',
-        'WasmPlugin',
         'AuthorizationPolicy',
         'DestinationRule',
         'DestinationRule',

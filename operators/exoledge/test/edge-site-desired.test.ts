@@ -91,7 +91,7 @@ function specOf(o: KubeObject): Record<string, unknown> {
 describe('the objects of an autonomous EdgeSite', () => {
   const seed = desiredObjects(site(SEED_SPEC), OPTIONS);
 
-  it("are, for the seed's example, these eleven in this apply order: the decider first, the route last", () => {
+  it("are, for the seed's example, these ten in this apply order: the decider first, the route last; no challenge WasmPlugin (the decider serves it)", () => {
     assert.deepEqual(applied(seed), [
       'ServiceAccount/shop-decider',
       'ConfigMap/shop-edge',
@@ -100,7 +100,6 @@ describe('the objects of an autonomous EdgeSite', () => {
       'Certificate/shop-tls',
       'Gateway/shop',
       'EnvoyFilter/shop-ext-authz',
-      'WasmPlugin/shop-challenge',
       'WasmPlugin/shop-waf',
       'AuthorizationPolicy/shop-deny-files',
       'HTTPRoute/shop',
@@ -108,21 +107,20 @@ describe('the objects of an autonomous EdgeSite', () => {
     assert.equal(seed.mode, 'Autonomous');
   });
 
-  it("are deleted in the seed's order: policies, plugins, route, certificate, deployment, service, configmaps", () => {
+  it('are deleted in the reverse of the apply order: the route first, so it is never live without its filters', () => {
     assert.deepEqual(
       seed.delete.map((r) => `${r.kind}/${r.name}`),
       [
-        'AuthorizationPolicy/shop-deny-files',
-        'EnvoyFilter/shop-ext-authz',
-        'WasmPlugin/shop-challenge',
-        'WasmPlugin/shop-waf',
         'HTTPRoute/shop',
+        'AuthorizationPolicy/shop-deny-files',
+        'WasmPlugin/shop-waf',
+        'EnvoyFilter/shop-ext-authz',
         'Gateway/shop',
         'Certificate/shop-tls',
-        'Deployment/shop-decider',
         'Service/shop-decider',
-        'ServiceAccount/shop-decider',
+        'Deployment/shop-decider',
         'ConfigMap/shop-edge',
+        'ServiceAccount/shop-decider',
       ],
     );
   });
@@ -275,12 +273,7 @@ describe('the objects of an autonomous EdgeSite', () => {
                 transport_api_version: 'V3',
                 failure_mode_allow: true,
                 allowed_headers: {
-                  patterns: [
-                    { exact: 'cookie' },
-                    { exact: 'user-agent' },
-                    { exact: 'x-forwarded-for' },
-                    { exact: 'x-envoy-external-address' },
-                  ],
+                  patterns: [{ exact: 'cookie' }, { exact: 'user-agent' }, { exact: 'x-forwarded-for' }],
                 },
                 http_service: {
                   server_uri: {
@@ -291,6 +284,15 @@ describe('the objects of an autonomous EdgeSite', () => {
                   path_prefix: '/v1/verdict',
                   authorization_response: {
                     allowed_upstream_headers: { patterns: [{ prefix: 'x-exoledge-' }] },
+                    allowed_client_headers: {
+                      patterns: [
+                        { exact: 'content-type' },
+                        { exact: 'cache-control' },
+                        { exact: 'set-cookie' },
+                        { exact: 'location' },
+                        { exact: 'retry-after' },
+                      ],
+                    },
                   },
                 },
               },
@@ -311,21 +313,23 @@ describe('the objects of an autonomous EdgeSite', () => {
     assert.equal(failureModeAllow({ ...SEED_SPEC, filter: { failurePolicy: 'Fail' } }), false);
   });
 
-  it('serve the challenge (phase AUTHN) and the WAF (Coraza + CRS) as two WasmPlugins of distinct names', () => {
+  it('read the client address header the operator names in the check, and no other client-set header', () => {
+    const headers = (options: typeof OPTIONS): unknown => {
+      const f = specOf(
+        objectNamed(desiredObjects(site(SEED_SPEC), options), 'EnvoyFilter', 'shop-ext-authz'),
+      );
+      return JSON.parse(JSON.stringify(f)).configPatches[0].patch.value.typed_config.allowed_headers.patterns;
+    };
+    assert.deepEqual(headers({ ...OPTIONS, clientAddressHeader: 'cf-connecting-ip' }), [
+      { exact: 'cookie' },
+      { exact: 'user-agent' },
+      { exact: 'x-forwarded-for' },
+      { exact: 'cf-connecting-ip' },
+    ]);
+  });
+
+  it('serve the WAF (Coraza + CRS) as a WasmPlugin', () => {
     const targetRefs = [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'shop' }];
-    assert.deepEqual(specOf(objectNamed(seed, 'WasmPlugin', 'shop-challenge')), {
-      targetRefs,
-      url: 'oci://rg.fr-par.scw.cloud/exoledge/pow-filter:0.1.1',
-      phase: 'AUTHN',
-      type: 'HTTP',
-      failStrategy: 'FAIL_OPEN',
-      pluginConfig: {
-        verdictHeader: 'x-exoledge-verdict',
-        difficulty: 16,
-        clearance: '1h',
-        captcha: { provider: 'Turnstile', siteKey: '0x4AAAAAAAB_example' },
-      },
-    });
     assert.deepEqual(specOf(objectNamed(seed, 'WasmPlugin', 'shop-waf')), {
       targetRefs,
       url: 'oci://ghcr.io/corazawaf/coraza-proxy-wasm:0.6.0',
@@ -420,6 +424,10 @@ describe('the objects of an autonomous EdgeSite', () => {
       { name: 'EXOLEDGE_LISTEN', value: ':8080' },
       { name: 'EXOLEDGE_VALKEY_URL', value: 'redis://valkey.exoledge-system.svc:6379' },
       { name: 'EXOLEDGE_TRUSTED_HOPS', value: '0' },
+      {
+        name: 'EXOLEDGE_SIGNING_KEYS',
+        valueFrom: { secretKeyRef: { name: 'shop-decider-signing-key', key: 'keys', optional: true } },
+      },
       { name: 'NODE_OPTIONS', value: '--max-semi-space-size=8' },
       { name: 'EXOLEDGE_CAPTCHA_SECRET', valueFrom: { secretKeyRef: { name: 'turnstile', key: 'secret' } } },
     ]);
@@ -519,7 +527,6 @@ describe('a security switch turned off', () => {
   const all = new Set(applied(desiredObjects(site(SEED_SPEC), OPTIONS)));
   const cases = [
     ['waf', 'WasmPlugin/shop-waf'],
-    ['challenge', 'WasmPlugin/shop-challenge'],
     ['sensitiveFiles', 'AuthorizationPolicy/shop-deny-files'],
   ] as const;
   for (const [flag, removed] of cases) {
@@ -537,15 +544,13 @@ describe('a security switch turned off', () => {
     });
   }
 
-  it('challenge off keeps the WAF WasmPlugin, and WAF off keeps the challenge', () => {
-    const noChallenge = applied(
-      desiredObjects(site({ ...SEED_SPEC, security: { challenge: false } }), OPTIONS),
+  it('challenge: removes no object, and tells the decider (its configuration) to serve no proof-of-work', () => {
+    const off = desiredObjects(site({ ...SEED_SPEC, security: { challenge: false } }), OPTIONS);
+    assert.deepEqual(applied(off), applied(desiredObjects(site(SEED_SPEC), OPTIONS)));
+    const config = JSON.parse(
+      String((objectNamed(off, 'ConfigMap', 'shop-edge').data as Record<string, string>)['config.json']),
     );
-    assert.ok(
-      noChallenge.includes('WasmPlugin/shop-waf') && !noChallenge.includes('WasmPlugin/shop-challenge'),
-    );
-    const noWaf = applied(desiredObjects(site({ ...SEED_SPEC, security: { waf: false } }), OPTIONS));
-    assert.ok(noWaf.includes('WasmPlugin/shop-challenge') && !noWaf.includes('WasmPlugin/shop-waf'));
+    assert.equal(config.challenge, false);
   });
 
   it('is the only way to remove its object: an absent switch is on', () => {
@@ -553,7 +558,7 @@ describe('a security switch turned off', () => {
       applied(desiredObjects(site(MINIMAL_SPEC), OPTIONS)).filter((n) =>
         /WasmPlugin|AuthorizationPolicy/.test(n),
       ),
-      ['WasmPlugin/shop-challenge', 'WasmPlugin/shop-waf', 'AuthorizationPolicy/shop-deny-files'],
+      ['WasmPlugin/shop-waf', 'AuthorizationPolicy/shop-deny-files'],
     );
   });
 
@@ -644,7 +649,7 @@ describe('the orders and names', () => {
     };
     const set = desiredObjects(site(spec, name, namespace), OPTIONS);
     const names = [...set.apply, ...set.shard.apply].map((o) => o.ref.name);
-    assert.equal(names.length, 14);
+    assert.equal(names.length, 13);
     for (const n of names) {
       assert.ok(n.length <= 63, `${n} is ${n.length} characters`);
       assert.match(n, new RegExp(DNS_LABEL_REGEX), n);
@@ -674,7 +679,6 @@ function expectedNames(name: string, spec: EdgeSiteSpec): string[] {
     `Gateway/${name}`,
     `EnvoyFilter/${name}-ext-authz`,
     `HTTPRoute/${name}`,
-    ...(s.challenge === false ? [] : [`WasmPlugin/${name}-challenge`]),
     ...(s.waf === false ? [] : [`WasmPlugin/${name}-waf`]),
     ...(s.sensitiveFiles === false ? [] : [`AuthorizationPolicy/${name}-deny-files`]),
     ...(spec.grpc === true ? [...services].map((svc) => `DestinationRule/${grpcRuleName(name, svc)}`) : []),
@@ -754,7 +758,17 @@ describe('for any switches (fast-check)', () => {
         const carried = new Set(featuresFor(site(s)).flatMap((f) => (f.carried ? [f.name] : [])));
         const names = applied(set);
         assert.equal(names.includes('WasmPlugin/shop-waf'), carried.has('waf'));
-        assert.equal(names.includes('WasmPlugin/shop-challenge'), carried.has('challenge'));
+        // The challenge is the decider's: its configuration says whether it serves one.
+        const config = JSON.parse(
+          String(
+            (
+              set.apply.find((o) => o.ref.kind === 'ConfigMap')?.object.data as
+                | Record<string, string>
+                | undefined
+            )?.['config.json'] ?? '{}',
+          ),
+        );
+        if (!s.gatewayRef) assert.equal(config.challenge, carried.has('challenge'));
         assert.equal(names.includes('AuthorizationPolicy/shop-deny-files'), carried.has('sensitiveFiles'));
         assert.equal(
           names.some((n) => n.startsWith('DestinationRule/')),

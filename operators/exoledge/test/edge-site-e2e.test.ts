@@ -7,14 +7,22 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { eventually, type TestEnv, testEnv } from '@operators/controlplane/testing';
-import type { KubeObject } from '@operators/kit';
+import { type KubeObject, resourcePath, type WatchEvent, watch } from '@operators/kit';
 import { blocklistSourceCrd } from '../src/api/blocklist-source.ts';
 import { EDGE_SITE, type EdgeSiteSpec, edgeSiteCrd } from '../src/api/edge-site.ts';
-import { EdgeHarness, featureLine, readyMessage, readyReason } from './support/edge-site-e2e.ts';
+import {
+  EdgeHarness,
+  featureLine,
+  readyMessage,
+  readyReason,
+  SITE_KINDS,
+  SITE_LABEL,
+} from './support/edge-site-e2e.ts';
 
 const WASM = { apiVersion: 'extensions.istio.io/v1alpha1', kind: 'WasmPlugin' } as const;
 const ROUTE = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute' } as const;
 const GATEWAY = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway' } as const;
+const CONFIG_MAP = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
 const SLICE = { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice' } as const;
 
 const spec = (domain: string, extra: Partial<EdgeSiteSpec> = {}): EdgeSiteSpec => ({
@@ -36,7 +44,6 @@ const AUTONOMOUS = (s: string) =>
     `HTTPRoute/${s}`,
     `Service/${s}-decider`,
     `ServiceAccount/${s}-decider`,
-    `WasmPlugin/${s}-challenge`,
     `WasmPlugin/${s}-waf`,
   ].sort();
 
@@ -196,7 +203,7 @@ describe('EdgeSite controller on a real apiserver with the real cert-manager, Ga
     assert.deepEqual(client.writes, []);
   });
 
-  it('switching the challenge off removes exactly its WasmPlugin, by name: the WAF, also a WasmPlugin, stays', async () => {
+  it('switching the challenge off tells the decider (its configuration), removing no object; the WAF and the deny policy go by name', async () => {
     await h.create('switch', spec('switch.example.com'));
     await h.ready('switch');
     await h.patchSpec('switch', { security: { challenge: false } });
@@ -204,10 +211,9 @@ describe('EdgeSite controller on a real apiserver with the real cert-manager, Ga
       featureLine(s).includes('challenge=TurnedOff'),
     );
     assert.equal(readyReason(site), 'Reconciled');
-    assert.deepEqual(
-      await h.owned('switch'),
-      AUTONOMOUS('switch').filter((o) => o !== 'WasmPlugin/switch-challenge'),
-    );
+    assert.deepEqual(await h.owned('switch'), AUTONOMOUS('switch'));
+    const config = (await h.find(CONFIG_MAP, 'switch-edge')) as KubeObject & { data: Record<string, string> };
+    assert.equal(JSON.parse(config.data['config.json']!).challenge, false);
     await h.patchSpec('switch', { security: { challenge: false, waf: false, sensitiveFiles: false } });
     await h.until(
       'switch',
@@ -217,12 +223,7 @@ describe('EdgeSite controller on a real apiserver with the real cert-manager, Ga
     assert.deepEqual(
       await h.owned('switch'),
       AUTONOMOUS('switch').filter(
-        (o) =>
-          ![
-            'WasmPlugin/switch-challenge',
-            'WasmPlugin/switch-waf',
-            'AuthorizationPolicy/switch-deny-files',
-          ].includes(o),
+        (o) => !['WasmPlugin/switch-waf', 'AuthorizationPolicy/switch-deny-files'].includes(o),
       ),
     );
   });
@@ -230,27 +231,28 @@ describe('EdgeSite controller on a real apiserver with the real cert-manager, Ga
   it('a switched-off object stays gone across reconciles and an operator restart, and an unowned object of the same name survives', async () => {
     const unowned = {
       ...WASM,
-      metadata: { name: 'switch-challenge', namespace: h.ns },
-      spec: { url: 'oci://example.com/someone-elses:1', phase: 'AUTHN' },
+      metadata: { name: 'switch-waf', namespace: h.ns },
+      spec: { url: 'oci://example.com/someone-elses:1', phase: 'AUTHZ' },
     };
     await env.admin.create(unowned);
     await h.stop();
     const { client } = await h.start();
     await new Promise((r) => setTimeout(r, 3_000));
-    assert.ok(await h.find(WASM, 'switch-challenge'), 'the unowned WasmPlugin is still there');
-    assert.equal(await h.find(WASM, 'switch-waf'), undefined, 'the switched-off WAF stays gone');
+    assert.ok(await h.find(WASM, 'switch-waf'), 'the unowned WasmPlugin is still there');
+    const policy = { apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy' } as const;
+    assert.equal(await h.find(policy, 'switch-deny-files'), undefined, 'the switched-off policy stays gone');
     assert.deepEqual(
-      client.writes.filter((w) => w.includes('switch-challenge') || w.includes('switch-waf')),
+      client.writes.filter((w) => w.includes('switch-waf') || w.includes('switch-deny-files')),
       [],
       'nothing written or deleted under those names',
     );
-    // Turning the challenge back on meets the unowned object: refused, never taken over.
-    await h.patchSpec('switch', { security: { challenge: true, waf: false, sensitiveFiles: false } });
+    // Turning the WAF back on meets the unowned object: refused, never taken over.
+    await h.patchSpec('switch', { security: { challenge: false, waf: true, sensitiveFiles: false } });
     const site = await h.ready('switch', 'NameConflict');
-    assert.match(readyMessage(site), /WasmPlugin .*\/switch-challenge exists and is not this site's/);
-    const still = (await h.find(WASM, 'switch-challenge')) as KubeObject & { spec: { url: string } };
+    assert.match(readyMessage(site), /WasmPlugin .*\/switch-waf exists and is not this site's/);
+    const still = (await h.find(WASM, 'switch-waf')) as KubeObject & { spec: { url: string } };
     assert.equal(still.spec.url, 'oci://example.com/someone-elses:1');
-    assert.ok(featureLine(site).includes('challenge=ApplyFailed'));
+    assert.ok(featureLine(site).includes('waf=ApplyFailed'));
   });
 
   it('switching to shared mode leaves the route alone, attached to the shared Gateway; switching back brings the edge back', async () => {
@@ -426,7 +428,7 @@ describe('EdgeSite controller on a real apiserver with the real cert-manager, Ga
       /^deleting WasmPlugin .*\/undeletable-waf failed: .*WAFs may not be deleted here/,
     );
     assert.ok(await h.find(WASM, 'undeletable-waf'), 'still there, and the status says so');
-    assert.ok(featureLine(site).includes('waf=TurnedOff'));
+    assert.ok(featureLine(site).includes('waf=RemoveFailed'), 'never TurnedOff while it exists');
     await eventually('a DeleteFailed event', async () =>
       (await h.events('undeletable', 'DeleteFailed')).length > 0 ? true : undefined,
     );
@@ -436,12 +438,91 @@ describe('EdgeSite controller on a real apiserver with the real cert-manager, Ga
     assert.equal(await h.find(WASM, 'undeletable-waf'), undefined);
   });
 
-  it('deleting a site removes every object it owns, in its namespace and in the shard namespace, then the site', async () => {
+  it('a switch turned off while another object fails to apply is removed anyway: status never says TurnedOff while it exists', async () => {
+    await h.create('offfail', spec('offfail.example.com'));
+    await h.ready('offfail');
+    // The site's ConfigMap can no longer be written: any spec change that touches it fails to apply.
+    await refuse('keep-config', {
+      group: '',
+      resource: 'configmaps',
+      operations: ['UPDATE'],
+      expression: "object.metadata.name != 'offfail-edge' || object.data == oldObject.data",
+      message: 'this configuration is frozen',
+      probe: async () => {
+        const cm = (await h.find(CONFIG_MAP, 'offfail-edge')) as KubeObject & {
+          data: Record<string, string>;
+        };
+        await env.admin.replace({ ...cm, data: { ...cm.data, probe: '1' } }, { dryRun: true });
+      },
+    });
+    await h.patchSpec('offfail', { posture: 'Strict', security: { waf: false } });
+    const site = await h.ready('offfail', 'ApplyFailed');
+    assert.match(readyMessage(site), /ConfigMap .*\/offfail-edge .*this configuration is frozen/);
+    // The status written with ApplyFailed is written after the removals: if it says off, it is off.
+    const waf = featureLine(site).find((f) => f.startsWith('waf='));
+    assert.equal(waf, 'waf=TurnedOff');
+    assert.equal(
+      await h.find(WASM, 'offfail-waf'),
+      undefined,
+      'the WAF is gone although the ConfigMap failed',
+    );
+    await unrefuse('keep-config');
+  });
+
+  it("deleting a site removes every object it owns, the route first (the apiserver's order of deletions), then the site", async () => {
     await h.create('gone', spec('gone.example.com', { grpc: true }));
     await h.ready('gone');
-    assert.ok((await h.owned('gone')).some((o) => /^DestinationRule\/gone-grpc-[a-z0-9]{5}$/.test(o)));
+    const owned = await h.owned('gone');
+    assert.ok(owned.some((o) => /^DestinationRule\/gone-grpc-[a-z0-9]{5}$/.test(o)));
+    // One watch per kind; each DELETED event carries the resourceVersion of the deletion,
+    // the apiserver's (etcd's) global revision: sorted by it, the order the deletions happened.
+    const stop = new AbortController();
+    const deletions: { name: string; rv: number }[] = [];
+    let opened = 0;
+    const watches = SITE_KINDS.map(async (gvk) => {
+      const info = await env.admin.resolve(gvk);
+      const events = watch(env.admin.transport, resourcePath(info, h.ns), {
+        labelSelector: `${SITE_LABEL}=gone`,
+        resourceVersion: '0',
+        signal: stop.signal,
+        onOpen: () => opened++,
+      });
+      try {
+        for await (const e of events as AsyncIterable<WatchEvent>) {
+          if (e.type !== 'DELETED') continue;
+          deletions.push({
+            name: `${gvk.kind}/${e.object.metadata.name}`,
+            rv: Number(e.object.metadata.resourceVersion),
+          });
+        }
+      } catch (err) {
+        if (!stop.signal.aborted) throw err;
+      }
+    });
+    await eventually('every watch open', async () => (opened === SITE_KINDS.length ? true : undefined));
     await env.admin.delete(EDGE_SITE, 'gone', h.ns);
     await eventually('the site gone', async () => ((await h.get('gone')) ? undefined : true), 15_000);
+    await eventually('every deletion seen', async () =>
+      deletions.length === owned.length ? true : undefined,
+    );
+    stop.abort();
+    await Promise.all(watches);
+    const order = [...deletions]
+      .sort((a, b) => a.rv - b.rv)
+      .map((d) => d.name.replace(/-grpc-[a-z0-9]{5}$/, '-grpc'));
+    assert.deepEqual(order, [
+      'HTTPRoute/gone',
+      'DestinationRule/gone-grpc',
+      'AuthorizationPolicy/gone-deny-files',
+      'WasmPlugin/gone-waf',
+      'EnvoyFilter/gone-ext-authz',
+      'Gateway/gone',
+      'Certificate/gone-tls',
+      'Service/gone-decider',
+      'Deployment/gone-decider',
+      'ConfigMap/gone-edge',
+      'ServiceAccount/gone-decider',
+    ]);
     assert.deepEqual(await h.owned('gone'), []);
     assert.deepEqual(await h.inShardNamespace('gone'), []);
   });

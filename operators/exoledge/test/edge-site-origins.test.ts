@@ -27,6 +27,15 @@ import {
 
 const NS = 'shop';
 
+/** An entry without its message: the cases below state the message apart, on the report. */
+function bare(status: OriginStatus | undefined): Omit<OriginStatus, 'message'> | undefined {
+  if (status === undefined) return undefined;
+  const { message: _, ...rest } = status;
+  return rest;
+}
+
+const bareOrigins = (...args: Parameters<typeof originsOf>) => originsOf(...args).map((o) => bare(o)!);
+
 function site(spec: Omit<EdgeSiteSpec, 'domains'>, name = 'shop', namespace = NS): EdgeSite {
   return {
     apiVersion: 'edge.exoledge.io/v1alpha1',
@@ -97,7 +106,7 @@ describe('EdgeSite origins: counting ready endpoints', () => {
       slice('three-a', 'three', [ready('10.0.3.1'), ready('10.0.3.2'), ready('10.0.3.3')]),
     ];
     const services = [service('zero'), service('one'), service('three')];
-    assert.deepEqual(originsOf(s, slices, services), [
+    assert.deepEqual(bareOrigins(s, slices, services), [
       { prefix: '/one', name: 'one', port: 80, weight: 1, readyEndpoints: 1 },
       { prefix: '/three', name: 'three', port: 80, weight: 1, readyEndpoints: 3 },
       { prefix: '/zero', name: 'zero', port: 80, weight: 1, readyEndpoints: 0, reason: 'NoReadyEndpoints' },
@@ -110,6 +119,22 @@ describe('EdgeSite origins: counting ready endpoints', () => {
     );
   });
 
+  it("carries each reason's message in the status, for a reader of the EdgeSite: a code alone names no Service", () => {
+    const s = site({
+      upstream: { name: 'gone', port: 80 },
+      routes: [{ prefix: '/' }, { prefix: '/old', upstreams: [{ name: 'one', port: 80, weight: 0 }] }],
+    });
+    const [missing, drained] = originsOf(s, [slice('one-a', 'one', [ready('10.0.1.1')])], [service('one')]);
+    assert.equal(drained?.reason, 'Drained');
+    assert.match(drained?.message ?? '', /^route \/old, Service one port 80: drained \(weight 0\)/);
+    assert.equal(missing?.reason, 'ServiceNotFound');
+    assert.match(
+      missing?.message ?? '',
+      /^route \/, Service gone port 80: no such Service in the site's namespace/,
+    );
+    for (const r of originReports(s, [], [])) assert.equal(r.status.message, r.message);
+  });
+
   it('counts an endpoint whose ready condition is nil as ready, as the API says', () => {
     const slices = [
       slice('demo-a', 'demo', [
@@ -118,7 +143,7 @@ describe('EdgeSite origins: counting ready endpoints', () => {
         { addresses: ['10.0.0.3'], conditions: { ready: null } as EndpointConditions },
       ]),
     ];
-    assert.deepEqual(originsOf(single, slices, [service('demo')]), [
+    assert.deepEqual(bareOrigins(single, slices, [service('demo')]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 3 },
     ]);
   });
@@ -128,7 +153,7 @@ describe('EdgeSite origins: counting ready endpoints', () => {
       slice('demo-a', 'demo', [ready('10.0.0.1'), ready('10.0.0.2')]),
       slice('demo-b', 'demo', [ready('10.0.0.2'), ready('10.0.0.3')]),
     ];
-    assert.deepEqual(originsOf(single, slices, [service('demo')]), [
+    assert.deepEqual(bareOrigins(single, slices, [service('demo')]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 3 },
     ]);
   });
@@ -153,7 +178,13 @@ describe('EdgeSite origins: counting ready endpoints', () => {
       ]),
     ];
     const [report] = originReports(single, slices, [service('demo')]);
-    assert.deepEqual(report?.status, { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 1 });
+    assert.deepEqual(bare(report?.status), {
+      prefix: '/',
+      name: 'demo',
+      port: 80,
+      weight: 1,
+      readyEndpoints: 1,
+    });
     assert.equal(report?.notReadyEndpoints, 3);
   });
 
@@ -162,7 +193,7 @@ describe('EdgeSite origins: counting ready endpoints', () => {
       slice('demo-v4', 'demo', [ready('10.0.0.1'), ready('10.0.0.2')]),
       slice('demo-v6', 'demo', [ready('fd00::1'), ready('fd00::2')], { addressType: 'IPv6' }),
     ];
-    assert.deepEqual(originsOf(single, slices, [service('demo')]), [
+    assert.deepEqual(bareOrigins(single, slices, [service('demo')]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 2 },
     ]);
   });
@@ -172,7 +203,7 @@ describe('EdgeSite origins: counting ready endpoints', () => {
       slice('demo-a', 'demo', null),
       slice('demo-b', 'demo', [ready('10.0.0.1')], { ports: null }),
     ];
-    assert.deepEqual(originsOf(single, slices, [service('demo')]), [
+    assert.deepEqual(bareOrigins(single, slices, [service('demo')]), [
       {
         prefix: '/',
         name: 'demo',
@@ -194,7 +225,7 @@ describe('EdgeSite origins: counting ready endpoints', () => {
       slice('other-a', 'other', [ready('10.0.0.2')]),
       slice('demo-x', 'demo', [ready('10.0.0.3')], { namespace: 'elsewhere' }),
     ];
-    assert.deepEqual(originsOf(single, slices, [service('demo')]), [
+    assert.deepEqual(bareOrigins(single, slices, [service('demo')]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 1 },
     ]);
   });
@@ -212,7 +243,7 @@ describe('EdgeSite origins: the Service port, matched to the slices by name', ()
       // A Service port named metrics whose target number happens to be 80: not the site's port.
       slice('demo-metrics', 'demo', [ready('10.0.0.3')], { ports: [{ name: 'metrics', port: 80 }] }),
     ];
-    assert.deepEqual(originsOf(single, slices, [twoPorts]), [
+    assert.deepEqual(bareOrigins(single, slices, [twoPorts]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 2 },
     ]);
   });
@@ -222,7 +253,7 @@ describe('EdgeSite origins: the Service port, matched to the slices by name', ()
       slice('demo-a', 'demo', [ready('10.0.0.1')], { ports: [{ name: 'http', port: 8080 }] }),
       slice('demo-b', 'demo', [ready('10.0.0.2')], { ports: [{ name: 'http', port: 8081 }] }),
     ];
-    assert.deepEqual(originsOf(single, slices, [twoPorts]), [
+    assert.deepEqual(bareOrigins(single, slices, [twoPorts]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 2 },
     ]);
   });
@@ -234,7 +265,7 @@ describe('EdgeSite origins: the Service port, matched to the slices by name', ()
       slice('demo-b', 'demo', [ready('10.0.0.2')], { ports: [{ port: 8080 }] }),
       slice('demo-c', 'demo', [ready('10.0.0.3')], { ports: [{ name: 'http', port: 8080 }] }),
     ];
-    assert.deepEqual(originsOf(single, slices, [unnamed]), [
+    assert.deepEqual(bareOrigins(single, slices, [unnamed]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 2 },
     ]);
   });
@@ -243,7 +274,7 @@ describe('EdgeSite origins: the Service port, matched to the slices by name', ()
     const s = site({ upstream: { name: 'demo', port: 8080 } });
     const slices = [slice('demo-a', 'demo', [ready('10.0.0.1')])];
     const [report] = originReports(s, slices, [twoPorts]);
-    assert.deepEqual(report?.status, {
+    assert.deepEqual(bare(report?.status), {
       prefix: '/',
       name: 'demo',
       port: 8080,
@@ -261,7 +292,7 @@ describe('EdgeSite origins: the Service port, matched to the slices by name', ()
   it('does not take a UDP port of the same number for the TCP port a route needs', () => {
     const udp = service('demo', [{ name: 'dns', port: 80, protocol: 'UDP' }]);
     const slices = [slice('demo-a', 'demo', [ready('10.0.0.1')], { ports: [{ name: 'dns', port: 53 }] })];
-    assert.equal(originsOf(single, slices, [udp])[0]?.reason, 'PortNotFound');
+    assert.equal(bareOrigins(single, slices, [udp])[0]?.reason, 'PortNotFound');
   });
 });
 
@@ -292,9 +323,9 @@ describe('EdgeSite origins: weights, routes and reasons', () => {
       { prefix: '/app', name: 'demo-next', port: 80, weight: 100, readyEndpoints: 1 },
     ];
     const services = [service('docs'), service('demo'), service('demo-next')];
-    assert.deepEqual(originsOf(s, slices, services), expected);
+    assert.deepEqual(bareOrigins(s, slices, services), expected);
     // The order is the status list's, whatever the order of the inputs.
-    assert.deepEqual(originsOf(s, [...slices].reverse(), [...services].reverse()), expected);
+    assert.deepEqual(bareOrigins(s, [...slices].reverse(), [...services].reverse()), expected);
   });
 
   it('reports weight 0 as drained, with its ready endpoints', () => {
@@ -316,7 +347,7 @@ describe('EdgeSite origins: weights, routes and reasons', () => {
     ];
     const reports = originReports(s, slices, [service('demo'), service('demo-next')]);
     assert.deepEqual(
-      reports.map((r) => r.status),
+      reports.map((r) => bare(r.status)),
       [
         { prefix: '/app', name: 'demo', port: 80, weight: 0, readyEndpoints: 2, reason: 'Drained' },
         { prefix: '/app', name: 'demo-next', port: 80, weight: 100, readyEndpoints: 1 },
@@ -334,7 +365,7 @@ describe('EdgeSite origins: weights, routes and reasons', () => {
       routes: [{ prefix: '/old', upstreams: [{ name: 'gone', port: 80, weight: 0 }] }],
     });
     const [report] = originReports(s, [], []);
-    assert.deepEqual(report?.status, {
+    assert.deepEqual(bare(report?.status), {
       prefix: '/old',
       name: 'gone',
       port: 80,
@@ -355,7 +386,7 @@ describe('EdgeSite origins: weights, routes and reasons', () => {
       [slice('other-a', 'other', [ready('10.0.0.1')])],
       [service('demo')],
     );
-    assert.deepEqual(report?.status, {
+    assert.deepEqual(bare(report?.status), {
       prefix: '/',
       name: 'demo',
       port: 80,
@@ -372,7 +403,7 @@ describe('EdgeSite origins: weights, routes and reasons', () => {
 
   it('reports ServiceNotFound for a Service that does not exist, whatever slices are left', () => {
     const slices = [slice('demo-a', 'demo', [ready('10.0.0.1')])];
-    assert.deepEqual(originsOf(single, slices, [service('other')]), [
+    assert.deepEqual(bareOrigins(single, slices, [service('other')]), [
       { prefix: '/', name: 'demo', port: 80, weight: 1, readyEndpoints: 0, reason: 'ServiceNotFound' },
     ]);
   });
@@ -547,11 +578,11 @@ describe('EdgeSite origins: property', () => {
           });
           const slices = gen.map(toSlice);
           const services = withB ? [serviceA, serviceB] : [serviceA];
-          const got = originsOf(s, slices, services);
+          const got = bareOrigins(s, slices, services);
           // Any other order of the slices gives the same entries.
           const keyed = slices.map((sl) => ({ sl, k: noise.next().value as number }));
           const shuffled = keyed.sort((x, y) => x.k - y.k).map((x) => x.sl);
-          assert.deepEqual(originsOf(s, shuffled, services), got);
+          assert.deepEqual(bareOrigins(s, shuffled, services), got);
 
           assert.equal(got.length, 3);
           origins.forEach((o, i) => {

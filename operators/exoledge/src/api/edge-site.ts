@@ -196,7 +196,7 @@ export interface GatewayRef {
   readonly namespace?: string;
 }
 
-/** The request filters in front of the site: ext_authz to the decider, and the challenge filter. */
+/** The request filter in front of the site: ext_authz to the decider, which serves the challenge too. */
 export interface FilterSpec {
   readonly failurePolicy?: FailurePolicy;
   readonly difficulty?: number;
@@ -251,6 +251,8 @@ export interface OriginStatus {
   readonly readyEndpoints: number;
   /** CamelCase, when the origin receives nothing: drained (weight 0), no ready endpoint, no such Service. */
   readonly reason?: string;
+  /** With a reason: what is wrong in words, naming the route and the Service, and what to do. */
+  readonly message?: string;
 }
 
 export interface EdgeSiteStatus {
@@ -529,16 +531,16 @@ const specSchema: JSONSchemaProps = {
       default: DEFAULT_POSTURE,
       description:
         'What the decider does with a client on a Presumed list the site selects. Observe: it passes, ' +
-        'counted and logged. Challenge: a proof-of-work (the captcha when security.challenge is false and ' +
-        'a captcha is set). Strict: the captcha when one is set, else a proof-of-work. In every posture a ' +
-        'Certain list served by the decider drops, an allowlisted client passes and an unlisted one passes.',
+        'counted and logged. Challenge: a proof-of-work (none, so pass, when security.challenge is false). ' +
+        'Strict: the captcha when one is set, else the proof-of-work. In every posture a Certain list ' +
+        'served by the decider drops, an allowlisted client passes and an unlisted one passes.',
     },
     captcha: {
       type: 'object',
       required: ['provider', 'siteKey', 'secretRef'],
       description:
-        'The captcha asked under posture Strict, and under Challenge when security.challenge is false. ' +
-        'Absent: proof-of-work only (and no challenge at all when security.challenge is false).',
+        'The captcha asked under posture Strict, served by the decider. Absent: Strict asks the ' +
+        'proof-of-work too. It never stands in for a proof-of-work switched off by security.challenge.',
       properties: {
         provider: {
           type: 'string',
@@ -629,8 +631,8 @@ const specSchema: JSONSchemaProps = {
       type: 'object',
       default: {},
       description:
-        'The request filters in front of the site: ext_authz, which asks the decider for a verdict, ' +
-        'and the challenge filter, which serves the proof-of-work or the captcha.',
+        'The request filter in front of the site: ext_authz, which asks the decider for a verdict; the ' +
+        'decider serves the proof-of-work or the captcha page itself, as the denied response.',
       properties: {
         failurePolicy: {
           type: 'string',
@@ -678,8 +680,8 @@ const specSchema: JSONSchemaProps = {
         challenge: {
           type: 'boolean',
           description:
-            'The challenge filter (a WasmPlugin) serving the proof-of-work or captcha. Off: challenge ' +
-            'verdicts become pass; drop verdicts stay. Absent: on.',
+            'The proof-of-work the decider serves to clients of selected Presumed lists. Off: they pass ' +
+            '(a captcha is still asked under Strict); drop verdicts stay. Absent: on.',
         },
         sensitiveFiles: {
           type: 'boolean',
@@ -692,7 +694,8 @@ const specSchema: JSONSchemaProps = {
           maxItems: MAX_SECURITY_LISTS,
           'x-kubernetes-list-type': 'set',
           description:
-            'The BlocklistSources the decider applies, by name. Absent: every Presumed list. []: none.',
+            'The Presumed BlocklistSources the decider challenges, by name. Absent: every Presumed list. ' +
+            "[]: none. Certain lists are the cluster's and drop whatever this selects.",
           items: {
             type: 'string',
             maxLength: 63,
@@ -803,6 +806,11 @@ const statusSchema: JSONSchemaProps = {
             maxLength: 1024,
             description:
               'Why the origin receives nothing, CamelCase: drained, no ready endpoint, no such Service.',
+          },
+          message: {
+            type: 'string',
+            maxLength: 1024,
+            description: 'With a reason: what is wrong, naming the route and the Service, and what to do.',
           },
         },
       },

@@ -16,7 +16,10 @@
  *   (condition and Event), keeps what it applied before, and `status.features` counts only
  *   what is live;
  * - a switched-off function's objects are deleted by kind and name, only when this site
- *   controls them (an object of the same name the site does not own is never touched);
+ *   controls them (an object of the same name the site does not own is never touched),
+ *   whatever happened to the applies: a switch turned off must not stay live because
+ *   another object failed to apply. A deletion that fails makes its function say
+ *   `RemoveFailed`, never its off reason, until the object is gone;
  * - a kind the cluster does not serve (cert-manager or Istio not installed) is skipped,
  *   and the finalizer treats it as already gone, so deletion never hangs on it.
  *
@@ -323,17 +326,22 @@ export function addEdgeSiteController(
       }
     }
 
-    // What the site no longer wants goes only once everything it wants is in place.
+    // What the site no longer wants goes whatever happened to the applies, each object on
+    // its own: an unrelated failure must not keep a switched-off filter live.
     let deleted = 0;
-    if (verdict.kind === 'Reconciled') {
+    const stillLive: ObjectRef<OwnedKind | ShardKind>[] = [];
+    for (const { ref, uid } of strays(site, desired)) {
       try {
-        for (const { ref, uid } of strays(site, desired)) if (await remove(ref, uid)) deleted++;
+        if (await remove(ref, uid)) deleted++;
       } catch (err) {
-        verdict =
-          err instanceof DeleteFailed
-            ? { kind: 'DeleteFailed', object: err.object, message: errorMessage(err.cause) }
-            : { kind: 'ApplyFailed', object: 'a stray object', message: errorMessage(err) };
-        thrown = err;
+        stillLive.push(ref);
+        if (verdict.kind === 'Reconciled') {
+          verdict =
+            err instanceof DeleteFailed
+              ? { kind: 'DeleteFailed', object: err.object, message: errorMessage(err.cause) }
+              : { kind: 'ApplyFailed', object: 'a stray object', message: errorMessage(err) };
+        }
+        thrown ??= err;
       }
     }
     if (verdict.kind === 'Reconciled' && missingCrds.size > 0) {
@@ -350,7 +358,7 @@ export function addEdgeSiteController(
       generation,
       previous: site.status,
       mode: desired.mode,
-      features: featureStatuses(name, desired, outcomes),
+      features: featureStatuses(name, desired, outcomes, stillLive),
       origins,
       verdict,
       objects,

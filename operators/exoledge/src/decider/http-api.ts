@@ -6,11 +6,13 @@
  * - Any method on `/v1/verdict/<original path>`: Envoy's ext_authz HTTP service, which
  *   appends the request's path to `path_prefix` (`filters.ts`) and forwards the headers
  *   `VERDICT_REQUEST_HEADERS`. The client address is read from them (`client-address.ts`).
- *   pass, pow and captcha answer 200 (allow) with `x-exoledge-verdict` and
- *   `x-exoledge-reason` (and `x-exoledge-list`), which ext_authz adds to the request for
- *   the challenge filter to act on (its `verdictHeader`); drop answers 403, which
- *   ext_authz sends to the client as it is.
- * - `GET /v1/challenge`: `{nonce, difficulty}` for the requesting client.
+ *   pass answers 200 (allow) with `x-exoledge-verdict` and `x-exoledge-reason` (and
+ *   `x-exoledge-list`), which ext_authz adds to the request for the origin's logs; drop
+ *   answers 403; pow and captcha answer the challenge page (`challenge-page.ts`), and the
+ *   answer to it (`/.exoledge/challenge`, `/.exoledge/captcha` on the site) a 303 with
+ *   the clearance cookie: ext_authz sends every denial to the client as it is.
+ * - `GET /v1/challenge`: `{nonce, difficulty}` for the requesting client (the same
+ *   engine as the page, as JSON, for tools; not reachable through the gateway).
  *   `POST /v1/challenge` `{nonce, counter}`: the answer; 200 with the clearance cookie
  *   when it is right, 400 (malformed) or 403 (wrong, expired, used) with
  *   `{error, message}` otherwise, 503 when no clearance can be stored.
@@ -22,8 +24,22 @@
  * of the service and applies `failurePolicy`, the same as if it could not reach it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  CAPTCHA_ANSWER_PATH,
+  CHALLENGE_ANSWER_PATH,
+  CHALLENGE_STATUS,
+  CLEARED_STATUS,
+  captchaPage,
+  powPage,
+  returnPath,
+} from '../domain/decider/challenge-page.ts';
 import { clearanceCookie, readClearanceCookie } from '../domain/decider/clearance.ts';
-import { clientAddress, type IpAddress, readAddress } from '../domain/decider/client-address.ts';
+import {
+  type ClientAddress,
+  clientAddress,
+  type IpAddress,
+  readAddress,
+} from '../domain/decider/client-address.ts';
 import { type Decision, unreadableClient, Verdict } from '../domain/decider/verdict.ts';
 import { VERDICT_HEADER, VERDICT_HEADER_PREFIX, VERDICT_PATH } from '../domain/edge-site/filters.ts';
 import type { Decider, SolutionAnswer } from './decider.ts';
@@ -44,6 +60,8 @@ export const MAX_BODY_BYTES = 4096;
 
 export interface HttpApiOptions {
   readonly trustedHops: number;
+  /** The header named by `EXOLEDGE_CLIENT_ADDRESS_HEADER`, lower case; undefined: none. */
+  readonly clientAddressHeader?: string | undefined;
 }
 
 export function httpApi(decider: Decider, options: HttpApiOptions) {
@@ -118,41 +136,40 @@ async function other(
 }
 
 /** The client of a request forwarded by the gateway, or the decision for one that has none. */
-function clientOf(options: HttpApiOptions, req: IncomingMessage, read = verdictHeaders(req)) {
+function clientOf(
+  options: HttpApiOptions,
+  req: IncomingMessage,
+  read = verdictHeaders(req, options.clientAddressHeader),
+): ClientAddress {
   return clientAddress(
-    {
-      externalAddress: read.externalAddress,
-      forwardedFor: read.forwardedFor,
-      peer: req.socket.remoteAddress,
-    },
+    { forwardedFor: read.forwardedFor, named: read.named, peer: req.socket.remoteAddress },
     options.trustedHops,
   );
 }
 
 interface VerdictHeaders {
-  externalAddress?: string;
   forwardedFor?: string;
+  named?: string;
   cookie?: string;
 }
 
-const EXTERNAL_ADDRESS = 'x-envoy-external-address';
 const FORWARDED_FOR = 'x-forwarded-for';
 const COOKIE = 'cookie';
 
 /**
- * The three headers a verdict reads, found in `req.rawHeaders` rather than through
+ * The headers a verdict reads, found in `req.rawHeaders` rather than through
  * `req.headers`, which Node builds on first use with every header of the request (a
  * measurable part of a verdict). Repeated headers are joined as `req.headers` joins
- * them: `, ` and, for cookies, `; `.
+ * them: `, ` and, for cookies, `; `. `named`: the operator's client address header.
  */
-function verdictHeaders(req: IncomingMessage): VerdictHeaders {
+function verdictHeaders(req: IncomingMessage, named: string | undefined): VerdictHeaders {
   const raw = req.rawHeaders;
   const out: VerdictHeaders = {};
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
-    // The length first: most headers are none of the three, and this costs no string.
-    if (name.length === EXTERNAL_ADDRESS.length && name.toLowerCase() === EXTERNAL_ADDRESS) {
-      out.externalAddress = joined(out.externalAddress, raw[i + 1]!, ', ');
+    // The length first: most headers are none of these, and this costs no string.
+    if (named !== undefined && name.length === named.length && name.toLowerCase() === named) {
+      out.named = joined(out.named, raw[i + 1]!, ', ');
     } else if (name.length === FORWARDED_FOR.length && name.toLowerCase() === FORWARDED_FOR) {
       out.forwardedFor = joined(out.forwardedFor, raw[i + 1]!, ', ');
     } else if (name.length === COOKIE.length && name.toLowerCase() === COOKIE) {
@@ -164,22 +181,6 @@ function verdictHeaders(req: IncomingMessage): VerdictHeaders {
 
 function joined(previous: string | undefined, value: string, separator: string): string {
   return previous === undefined ? value : `${previous}${separator}${value}`;
-}
-
-function decisionFor(
-  decider: Decider,
-  options: HttpApiOptions,
-  req: IncomingMessage,
-): Decision | Promise<Decision> {
-  const read = verdictHeaders(req);
-  const client = clientOf(options, req, read);
-  if (client.kind === 'unreadable') {
-    decider.log.warn({ source: client.source }, client.message);
-    const decision = unreadableClient();
-    decider.metrics.countVerdict(decision.verdict, decision.reason);
-    return decision;
-  }
-  return decider.verdict(client.address, readClearanceCookie(read.cookie));
 }
 
 function extAuthz(
@@ -194,10 +195,191 @@ function extAuthz(
     text(res, 503, 'the decider is not ready\n');
     return undefined;
   }
-  const decision = decisionFor(decider, options, req);
-  if (decision instanceof Promise) return decision.then((d) => answerExtAuthz(res, d));
+  // The client's path and query, as Envoy appended them to the prefix.
+  const target = (req.url ?? '/').slice(VERDICT_PATH.length);
+  const read = verdictHeaders(req, options.clientAddressHeader);
+  const client = clientOf(options, req, read);
+  if (client.kind === 'unreadable') {
+    decider.log.warn({ source: client.source }, client.message);
+    const decision = unreadableClient();
+    decider.metrics.countVerdict(decision.verdict, decision.reason);
+    answerExtAuthz(res, decision);
+    return undefined;
+  }
+  const path = pathOf(target);
+  if (path === CHALLENGE_ANSWER_PATH || path === CAPTCHA_ANSWER_PATH) {
+    return answerInCheck(decider, req, res, client.address, path, target);
+  }
+  const decision = decider.verdict(client.address, readClearanceCookie(read.cookie));
+  if (decision instanceof Promise)
+    return decision.then((d) => respond(decider, res, client.address, d, target));
+  return respond(decider, res, client.address, decision, target);
+}
+
+function pathOf(target: string): string {
+  const q = target.indexOf('?');
+  return q < 0 ? target : target.slice(0, q);
+}
+
+/** Pass and drop at once; a challenge verdict as its page (which needs a nonce: a promise). */
+function respond(
+  decider: Decider,
+  res: ServerResponse,
+  address: IpAddress,
+  decision: Decision,
+  target: string,
+): Promise<void> | undefined {
+  if (decision.verdict === Verdict.Pow) {
+    // The common case answered at once, without a promise: the key is known.
+    const nonce = decider.nonceNow(address, decision.extraBits ?? 0);
+    if (nonce?.ok) {
+      const { head, body } = cachedPowPage(nonce.nonce, nonce.difficulty, target, decision.reason);
+      res.writeHead(CHALLENGE_STATUS, head);
+      res.end(body);
+      return undefined;
+    }
+  }
+  if (decision.verdict === Verdict.Pow || decision.verdict === Verdict.Captcha) {
+    return challengePage(decider, res, address, decision, target);
+  }
   answerExtAuthz(res, decision);
   return undefined;
+}
+
+/**
+ * The challenge page, as ext_authz's denied response. A site whose captcha is gone from
+ * its configuration since the verdict gets the proof-of-work instead. No signing key
+ * (no Secret, and Valkey never answered): 503, which ext_authz treats as the decider
+ * failing (`failurePolicy`).
+ */
+async function challengePage(
+  decider: Decider,
+  res: ServerResponse,
+  address: IpAddress,
+  decision: Decision,
+  target: string,
+  message?: string,
+): Promise<void> {
+  const headers = challengeHeaders(decision);
+  const captcha = decider.config?.captcha;
+  if (decision.verdict === Verdict.Captcha && captcha !== undefined) {
+    const body = captchaPage({ ...captcha, to: target, ...(message ? { message } : {}) });
+    return page(res, CHALLENGE_STATUS, body, headers);
+  }
+  const nonce = await decider.nonce(address, decision.extraBits ?? 0);
+  if (!nonce.ok) return text(res, nonce.status, `${nonce.error}\n`);
+  const body = powPage({
+    nonce: nonce.nonce,
+    difficulty: nonce.difficulty,
+    to: target,
+    ...(message ? { message } : {}),
+  });
+  return page(res, CHALLENGE_STATUS, body, headers);
+}
+
+/**
+ * The page for a nonce and a target, with its headers as the flat array `writeHead`
+ * takes: a client asking the same page again within the nonce's reuse gets the very same
+ * text (its nonce is reused, `Decider.nonceNow`), built once. At most
+ * `MAX_CACHED_PAGES`, then the cache starts over.
+ */
+function cachedPowPage(
+  nonce: string,
+  difficulty: number,
+  target: string,
+  reason: string,
+): { readonly head: string[]; readonly body: string } {
+  const key = `${nonce}\n${target}\n${reason}`;
+  let entry = pageCache.get(key);
+  if (entry === undefined) {
+    const body = powPage({ nonce, difficulty, to: target });
+    entry = {
+      body,
+      head: [
+        'content-type',
+        'text/html; charset=utf-8',
+        'cache-control',
+        'no-store',
+        'content-length',
+        String(Buffer.byteLength(body)),
+        VERDICT_HEADER,
+        Verdict.Pow,
+        REASON_HEADER,
+        reason,
+      ],
+    };
+    if (pageCache.size >= MAX_CACHED_PAGES) pageCache.clear();
+    pageCache.set(key, entry);
+  }
+  return entry;
+}
+
+const MAX_CACHED_PAGES = 2_000;
+const pageCache = new Map<string, { readonly head: string[]; readonly body: string }>();
+
+function challengeHeaders(decision: Decision): Record<string, string> {
+  return { [VERDICT_HEADER]: decision.verdict, [REASON_HEADER]: decision.reason };
+}
+
+/**
+ * An answer to the page, in the check of the request that carries it: right, a 303 to
+ * where the visitor was going with the clearance cookie; wrong, the page again with
+ * why; 503 (no key, provider down) as the decider failing.
+ */
+async function answerInCheck(
+  decider: Decider,
+  req: IncomingMessage,
+  res: ServerResponse,
+  address: IpAddress,
+  path: string,
+  target: string,
+): Promise<void> {
+  const query = new URLSearchParams(target.slice(path.length + 1));
+  const to = returnPath(query.get('to'));
+  if (req.method !== 'GET') return text(res, 405, 'answer with GET\n');
+  let answer: SolutionAnswer;
+  if (path === CHALLENGE_ANSWER_PATH) {
+    const counterText = query.get('counter') ?? '';
+    const counter = /^[0-9]{1,16}$/.test(counterText) ? Number(counterText) : counterText;
+    answer = await decider.solve(address, query.get('nonce'), counter);
+  } else {
+    answer = await decider.solveCaptcha(address, query.get('token'));
+  }
+  if (answer.ok) {
+    res.writeHead(CLEARED_STATUS, {
+      location: locationOf(to),
+      'set-cookie': clearanceCookie(answer.token, answer.maxAge),
+      'cache-control': 'no-store',
+      'content-length': '0',
+    });
+    res.end();
+    return;
+  }
+  if (answer.status === 503) return text(res, 503, `${answer.message}\n`);
+  const verdict = path === CHALLENGE_ANSWER_PATH ? Verdict.Pow : Verdict.Captcha;
+  return challengePage(
+    decider,
+    res,
+    address,
+    { verdict, reason: 'PresumedListed' },
+    to,
+    `The answer was refused: ${answer.message}.`,
+  );
+}
+
+/** A path as a header value: whatever is not visible ASCII percent-encoded. */
+function locationOf(path: string): string {
+  return path.replace(/[^\x21-\x7e]/g, (c) => encodeURIComponent(c));
+}
+
+function page(res: ServerResponse, status: number, body: string, headers: Record<string, string>): void {
+  res.writeHead(status, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
+  res.end(body);
 }
 
 /** Drop: 403 with nothing but the verdict. Otherwise 200 (allow) with the verdict, its reason and list. */
@@ -277,7 +459,7 @@ async function verdictApi(
     return send(res, 400, { error: 'BadRequest', message: `addr ${JSON.stringify(addr)}: ${address}` });
   }
   if (!decider.ready) return send(res, 503, { error: 'NotReady', message: 'the decider is not ready' });
-  const decision = await decider.verdict(address, readClearanceCookie(verdictHeaders(req).cookie));
+  const decision = await decider.verdict(address, readClearanceCookie(verdictHeaders(req, undefined).cookie));
   return send(res, 200, decision);
 }
 

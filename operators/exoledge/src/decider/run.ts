@@ -67,7 +67,10 @@ export async function runDecider(options: RunOptions): Promise<RunningDecider> {
   await decider.start();
   const server = createServer(
     { keepAliveTimeout: 65_000 },
-    httpApi(decider, { trustedHops: settings.trustedHops }),
+    httpApi(decider, {
+      trustedHops: settings.trustedHops,
+      clientAddressHeader: settings.clientAddressHeader,
+    }),
   );
   server.listen(settings.listen.port, settings.listen.host);
   await once(server, 'listening');

@@ -1,7 +1,8 @@
 /**
- * What the decider remembers between requests and shares between its replicas: the
- * clearances it issued, how many challenges each client was sent in the current window,
- * the nonces already answered, and the key nonces are signed with. Valkey holds it
+ * What the decider remembers between requests and shares between its replicas: how many
+ * challenges each client was sent in the current window, the nonces already answered
+ * (replay protection), and the signing key when no Secret provides one. Clearances are
+ * not stored: they are signed cookies (`clearance.ts`), checked without asking anyone. Valkey holds it
  * (`ValkeyStateStore`); this interface is what the rest of the decider sees.
  *
  * Every method answers, never throws: when the store cannot be reached the answer says
@@ -13,16 +14,13 @@ export type NonceClaim = 'claimed' | 'used' | 'unavailable';
 
 export interface StateStore {
   /**
-   * One round trip: whether `token` is a clearance issued to `client`, and if not, counts
-   * one more challenge for `client` in its window and says how many that makes. A store
-   * that knows the answer without asking anyone (none configured, or one that is down
-   * and not asked again yet) answers at once, without a promise: that is the verdict of
-   * every listed client while Valkey is away, and the fail-open path should not be the
-   * slower one.
+   * One round trip: counts one more challenge for `client` in its window and says how
+   * many that makes. A store that knows the answer without asking anyone (none
+   * configured, or one that is down and not asked again yet) answers at once, without a
+   * promise: that is the verdict of every listed client while Valkey is away, and the
+   * fail-open path should not be the slower one.
    */
-  observe(client: string, token: string | undefined): ClientState | Promise<ClientState>;
-  /** Records a clearance for `client` for `seconds`; its token, or undefined when unavailable. */
-  issueClearance(client: string, seconds: number): Promise<string | undefined>;
+  countChallenge(client: string): ClientState | Promise<ClientState>;
   /** Records that nonce `id` was answered, until `ttlSeconds` from now. */
   claimNonce(id: string, ttlSeconds: number): Promise<NonceClaim>;
   /** The key shared by the replicas; undefined while it cannot be read. */
@@ -36,11 +34,8 @@ const UNAVAILABLE: ClientState = { kind: 'unavailable' };
 
 /** No Valkey configured: nothing is remembered, every answer is `unavailable`. */
 export class NoStateStore implements StateStore {
-  observe(): ClientState {
+  countChallenge(): ClientState {
     return UNAVAILABLE;
-  }
-  async issueClearance(): Promise<string | undefined> {
-    return undefined;
   }
   async claimNonce(): Promise<NonceClaim> {
     return 'unavailable';

@@ -5,7 +5,6 @@
  * - `key`: the signing key of nonces, 32 random bytes in hex. Written once with `SET NX`
  *   by whichever replica comes first, then read by both: both replicas check each other's
  *   nonces, and the key outlives restarts (as long as Valkey keeps its data).
- * - `clearance:<token>`: the client key a clearance was issued to, expiring with it.
  * - `challenges:<client key>`: challenges sent in the current window (`INCR`, and
  *   `EXPIRE` on the first one: a fixed window from the first challenge).
  * - `nonce:<mac>`: a nonce already answered, until the nonce expires.
@@ -23,7 +22,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { TOKEN_BYTES, tokenOf } from '../domain/decider/clearance.ts';
 import { CHALLENGE_WINDOW_SECONDS, type ClientState } from '../domain/decider/verdict.ts';
 import type { DeciderMetrics } from './metrics.ts';
 import type { NonceClaim, StateStore } from './state-store.ts';
@@ -47,14 +45,12 @@ const SIGNING_KEY_BYTES = 32;
 const HEX_KEY = /^[0-9a-f]{64}$/;
 
 /**
- * One round trip for a listed client: the clearance check, then (without a valid one)
- * the count. KEYS: the counter, the clearance. ARGV: the client key, the window, and '1'
- * when a token was presented.
+ * One round trip for a listed client without a valid clearance: the count. KEYS: the
+ * counter. ARGV: the window.
  */
 const OBSERVE = `
-if ARGV[3] == '1' and redis.call('GET', KEYS[2]) == ARGV[1] then return -1 end
 local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return n
 `;
 
@@ -72,13 +68,7 @@ export interface ValkeyStateOptions {
 
 /** ioredis' type for a command added with `defineCommand`. */
 interface ObserveCommand {
-  exoledgeObserve(
-    counter: string,
-    clearance: string,
-    client: string,
-    window: string,
-    hasToken: string,
-  ): Promise<number>;
+  exoledgeObserve(counter: string, window: string): Promise<number>;
 }
 
 const FAILED = Symbol('failed');
@@ -117,36 +107,22 @@ export class ValkeyStateStore implements StateStore {
       this.#setUp(true);
     });
     this.#redis.on('close', () => this.#setUp(false));
-    this.#redis.defineCommand('exoledgeObserve', { numberOfKeys: 2, lua: OBSERVE });
+    this.#redis.defineCommand('exoledgeObserve', { numberOfKeys: 1, lua: OBSERVE });
   }
 
-  observe(client: string, token: string | undefined): ClientState | Promise<ClientState> {
-    // In the pause after a failure the answer is known: no promise (see `StateStore.observe`).
+  countChallenge(client: string): ClientState | Promise<ClientState> {
+    // In the pause after a failure the answer is known: no promise (see `StateStore.countChallenge`).
     if (this.#skipped()) return { kind: 'unavailable' };
-    return this.#observe(client, token);
+    return this.#count(client);
   }
 
-  async #observe(client: string, token: string | undefined): Promise<ClientState> {
+  async #count(client: string): Promise<ClientState> {
     const commands = this.#redis as unknown as ObserveCommand;
-    const n = await this.#call('observe', () =>
-      commands.exoledgeObserve(
-        `${this.#prefix}challenges:${client}`,
-        `${this.#prefix}clearance:${token ?? '-'}`,
-        client,
-        String(CHALLENGE_WINDOW_SECONDS),
-        token === undefined ? '0' : '1',
-      ),
+    const n = await this.#call('count challenge', () =>
+      commands.exoledgeObserve(`${this.#prefix}challenges:${client}`, String(CHALLENGE_WINDOW_SECONDS)),
     );
     if (n === FAILED) return { kind: 'unavailable' };
-    return n < 0 ? { kind: 'cleared' } : { kind: 'challenged', count: n };
-  }
-
-  async issueClearance(client: string, seconds: number): Promise<string | undefined> {
-    const token = tokenOf(randomBytes(TOKEN_BYTES));
-    const done = await this.#call('issue clearance', () =>
-      this.#redis.set(`${this.#prefix}clearance:${token}`, client, 'EX', seconds),
-    );
-    return done === FAILED ? undefined : token;
+    return { kind: 'challenged', count: n };
   }
 
   async claimNonce(id: string, ttlSeconds: number): Promise<NonceClaim> {

@@ -97,6 +97,9 @@ export const BASE_SPEC: EdgeSiteSpec = {
 export interface StartOptions {
   readonly valkeyUrl?: string;
   readonly trustedHops?: number;
+  readonly clientAddressHeader?: string;
+  /** As `EXOLEDGE_SIGNING_KEYS` gives them; none: the key Valkey shares. */
+  readonly signingKeys?: readonly string[];
   readonly captchaSecret?: string;
   readonly captchaVerifyUrl?: string;
   /** Shards from elsewhere than `feed` (a `KubeShardFeed` on an apiserver); `feed` by default. */
@@ -168,6 +171,8 @@ export class DeciderHarness {
         listen: { host: '127.0.0.1', port: 0 },
         valkeyUrl: options.valkeyUrl,
         trustedHops: options.trustedHops ?? 0,
+        clientAddressHeader: options.clientAddressHeader,
+        signingKeys: (options.signingKeys ?? []).map((k) => Buffer.from(k, 'utf8')),
         captchaSecret: options.captchaSecret,
         captchaVerifyUrl: options.captchaVerifyUrl,
       },

@@ -3,7 +3,6 @@ import type { EdgeSiteOptions } from '../../src/domain/edge-site/index.ts';
 
 export const EDGE_OPTIONS: EdgeSiteOptions = {
   deciderImage: 'rg.fr-par.scw.cloud/exoledge/decider:0.1.1',
-  challengeFilterImage: 'rg.fr-par.scw.cloud/exoledge/pow-filter:0.1.1',
   wafFilterImage: 'ghcr.io/corazawaf/coraza-proxy-wasm:0.6.0',
   shardNamespace: 'exoledge-system',
   gatewayClassName: 'istio',

@@ -1,27 +1,75 @@
 /**
- * The clearance a solved challenge buys: a random token, kept in Valkey for the site's
- * clearance duration with the client key it was issued to, and handed to the browser in
- * a cookie. A token is worth nothing by itself: it passes only while Valkey holds it,
- * for the client it was issued to (the same IPv4 address, the same IPv6 /64), so a token
- * copied to a botnet clears one address, not the botnet.
+ * The clearance a solved challenge buys: a signed, expiring token in a cookie, checked
+ * by its signature alone. No store is asked to accept it, so a visitor who solved a
+ * challenge keeps passing while Valkey is down, and either replica accepts a token the
+ * other issued (they share the signing key: the Secret, or Valkey's copy, `signing-keys.ts`).
+ *
+ * A token is `v1.<expires>.<random>.<mac>`: the Unix time in seconds after which it is
+ * refused, 12 random bytes (base64url: no two tokens alike), and the HMAC-SHA256
+ * (base64url) under the signing key of those two and the client key (`client-key.ts`).
+ * The client key is in the MAC, not in the token: a token copied to a botnet clears the
+ * address it was issued to (an IPv4 address, an IPv6 /64), not the botnet.
+ *
+ * Pure: keys, time and random bytes are arguments.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** The cookie's name. */
 export const CLEARANCE_COOKIE = 'exoledge_clearance';
-/** Random bytes in a token: 256 bits, never guessed. */
-export const TOKEN_BYTES = 32;
+/** Random bytes in a token. */
+export const TOKEN_RANDOM_BYTES = 12;
 
-/** base64url of `TOKEN_BYTES` bytes, unpadded. */
-const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+/** The whole token's shape: version, expiry, 16 characters of randomness, a 43-character MAC. */
+const TOKEN = /^v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{43})$/;
 
-export function tokenOf(random: Uint8Array): string {
-  return Buffer.from(random).toString('base64url');
+function mac(key: Uint8Array, expires: number, random: string, client: string): Buffer {
+  return createHmac('sha256', key).update(`exoledge-clearance-v1\n${expires}\n${random}\n${client}`).digest();
+}
+
+export interface IssueInput {
+  /** The signing key (the first of the configured keys). */
+  readonly key: Uint8Array;
+  /** `clientKey` of the client that solved the challenge. */
+  readonly client: string;
+  /** Unix time, seconds. */
+  readonly now: number;
+  readonly seconds: number;
+  /** `TOKEN_RANDOM_BYTES` random bytes. */
+  readonly random: Uint8Array;
+}
+
+/** A clearance token for `client`, valid `seconds` from `now`. */
+export function issueClearance(input: IssueInput): string {
+  const expires = input.now + input.seconds;
+  const random = Buffer.from(input.random).toString('base64url');
+  return `v1.${expires}.${random}.${mac(input.key, expires, random, input.client).toString('base64url')}`;
+}
+
+/**
+ * Whether `token` is a clearance issued to `client` under one of `keys` (the current key
+ * first, then those kept while a rotation completes) and not expired at `now`.
+ */
+export function verifyClearance(
+  keys: readonly Uint8Array[],
+  client: string,
+  token: string,
+  now: number,
+): boolean {
+  const m = TOKEN.exec(token);
+  if (m === null) return false;
+  const expires = Number(m[1]);
+  if (now > expires) return false;
+  const given = Buffer.from(m[3]!, 'base64url');
+  for (const key of keys) {
+    const expected = mac(key, expires, m[2]!, client);
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return true;
+  }
+  return false;
 }
 
 /**
  * The clearance token in a `cookie` header, when one of the right shape is there. A
- * value of another shape is ignored, never looked up: it could only be a forgery, and it
- * would otherwise become part of a Valkey key.
+ * value of another shape is ignored: it could only be a forgery.
  */
 export function readClearanceCookie(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;

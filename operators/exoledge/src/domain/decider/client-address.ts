@@ -1,20 +1,28 @@
 /**
- * Whose request it is: the client address the verdict is about, read from what the
- * gateway forwards. Pure.
+ * Whose request it is: the client address the verdict is about, read only from what the
+ * gateway and the proxies it trusts wrote, never from anything a client can send. Pure.
  *
- * Sources, in order:
- * 1. `x-envoy-external-address`: the gateway's own record of the TCP peer of an external
- *    request (Envoy writes it for a request from outside, and sanitizes a client's copy;
- *    it is absent for a peer Envoy counts as internal, RFC 1918 by default). Present means
- *    trusted: a present value that does not read is reported as unreadable, not skipped,
- *    since falling back would judge someone else.
- * 2. `x-forwarded-for`, only with `trustedHops` >= 1: the entry the N-th trusted proxy
- *    from the decider's side wrote, the gateway being the first (N = 1: the last entry,
- *    which the gateway appended; N = 2: the one before, written by a load balancer in
- *    front of it). Fewer entries than N: the first one, all of them being trusted. With
- *    0 (the default) the header is not read at all: anyone can write it, and a
- *    blocklisted client would only have to send `X-Forwarded-For: 1.1.1.1`.
- * 3. The socket's peer.
+ * The rule is Envoy's own "trusted client address" (`xff_num_trusted_hops`, which Istio
+ * sets from `numTrustedProxies`), applied to the `x-forwarded-for` header ext_authz
+ * forwards, after the gateway appended its own downstream peer to it:
+ * - 0 trusted hops (the default): the last entry, the one the gateway appended itself,
+ *   its TCP peer (Envoy's "downstream remote address");
+ * - N trusted hops: the (N+1)-th entry from the right, the one the outermost trusted
+ *   proxy wrote (N = 1: a load balancer in front of the gateway appended the client, the
+ *   gateway appended the load balancer);
+ * - fewer than N+1 entries: the last one, the gateway's peer, as Envoy falls back to the
+ *   downstream connection's address.
+ * Everything left of those entries is the client's own text and is never read: a
+ * blocklisted client sending `X-Forwarded-For: 1.1.1.1` only adds an entry on the left.
+ *
+ * Headers a client can set (`x-envoy-external-address`, which Envoy passes through from
+ * a peer it counts as internal, `x-real-ip`, `true-client-ip`, `forwarded`, ...) are
+ * ignored. The one exception is a header the operator names (the decider's
+ * `EXOLEDGE_CLIENT_ADDRESS_HEADER`): read first when present, for a gateway that only a
+ * CDN reaches and that CDN overwrites the header on every request (the docs say when).
+ *
+ * No `x-forwarded-for` at all (a request that did not come through the gateway, such as
+ * a probe or a test calling the decider directly): the socket's peer.
  *
  * An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`, as a dual-stack socket reports an IPv4
  * peer) is the IPv4 address it maps: the same host, the same answer as in the lists.
@@ -29,17 +37,19 @@ export type IpAddress =
 
 /** Where the client address was read. */
 export const AddressSource = {
-  ExternalAddress: 'x-envoy-external-address',
   ForwardedFor: 'x-forwarded-for',
+  /** The header the operator named (`EXOLEDGE_CLIENT_ADDRESS_HEADER`). */
+  NamedHeader: 'named-header',
   Peer: 'peer',
 } as const;
 export type AddressSource = (typeof AddressSource)[keyof typeof AddressSource];
 
 /** What the request carries about its origin, as received. */
 export interface AddressHeaders {
-  readonly externalAddress?: string | undefined;
   /** Every `x-forwarded-for` header, joined by commas in arrival order (as node:http does). */
   readonly forwardedFor?: string | undefined;
+  /** The value of the header the operator named, when one is named and present. */
+  readonly named?: string | undefined;
   /** The socket's remote address. */
   readonly peer?: string | undefined;
 }
@@ -121,18 +131,26 @@ function read(text: string, source: AddressSource): ClientAddress {
   return { kind: 'address', address, source };
 }
 
-/** The client's address; see the module comment for the order of sources. */
+/**
+ * The index in `entries` (at least one) of the entry `trustedHops` trusted proxies vouch
+ * for: Envoy's rule, see the module comment.
+ */
+export function trustedEntryIndex(entries: number, trustedHops: number): number {
+  const index = entries - 1 - trustedHops;
+  return index >= 0 ? index : entries - 1;
+}
+
+/** The client's address; see the module comment for the rule. */
 export function clientAddress(headers: AddressHeaders, trustedHops: number): ClientAddress {
-  const external = headers.externalAddress?.trim();
-  if (external) return read(external, AddressSource.ExternalAddress);
-  if (trustedHops >= 1 && headers.forwardedFor !== undefined) {
+  const named = headers.named?.trim();
+  if (named) return read(named, AddressSource.NamedHeader);
+  if (headers.forwardedFor !== undefined) {
     const entries = headers.forwardedFor
       .split(',')
       .map((e) => e.trim())
       .filter((e) => e !== '');
     if (entries.length > 0) {
-      const entry = entries[Math.max(0, entries.length - trustedHops)]!;
-      return read(entry, AddressSource.ForwardedFor);
+      return read(entries[trustedEntryIndex(entries.length, trustedHops)]!, AddressSource.ForwardedFor);
     }
   }
   if (headers.peer === undefined) {

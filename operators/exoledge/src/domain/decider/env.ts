@@ -5,6 +5,9 @@
  */
 import { DeciderEnv } from '../edge-site/decider.ts';
 
+/** The shortest signing key accepted, in characters: `openssl rand -hex 32` gives 64. */
+export const MIN_SIGNING_KEY_LENGTH = 32;
+
 /** More hops than this is a configuration mistake, not a topology. */
 export const MAX_TRUSTED_HOPS = 10;
 
@@ -23,6 +26,17 @@ export interface DeciderSettings {
   readonly listen: ListenAddress;
   readonly valkeyUrl: string | undefined;
   readonly trustedHops: number;
+  /**
+   * A header the gateway's only client (a CDN) overwrites with the client's address,
+   * read before `x-forwarded-for` (`client-address.ts`); lower case. Undefined: none.
+   */
+  readonly clientAddressHeader?: string | undefined;
+  /**
+   * Keys clearances and nonces are signed with: the first signs, all are accepted (a
+   * rotation keeps the old one second for a clearance's lifetime). Empty: the key is
+   * made and shared in Valkey.
+   */
+  readonly signingKeys?: readonly Buffer[] | undefined;
   /** The captcha provider's secret key; without it no captcha answer can be checked. */
   readonly captchaSecret?: string | undefined;
   /** Where captcha answers are verified; undefined: the provider's own endpoint. */
@@ -89,6 +103,19 @@ export function readDeciderEnv(env: Readonly<Record<string, string | undefined>>
     );
   }
 
+  const headerText = env[DeciderEnv.ClientAddressHeader]?.trim().toLowerCase() || undefined;
+  if (headerText !== undefined && !/^[a-z0-9!#$%&'*+.^_`|~-]+$/.test(headerText)) {
+    problems.push(`${DeciderEnv.ClientAddressHeader} is not a header name`);
+  }
+  const keysText = env[DeciderEnv.SigningKeys]?.trim() || '';
+  const keys = keysText === '' ? [] : keysText.split(',').map((k) => k.trim());
+  if (keys.some((k) => k.length < MIN_SIGNING_KEY_LENGTH)) {
+    // The keys themselves are never repeated in a message: they are secrets.
+    problems.push(
+      `${DeciderEnv.SigningKeys}: every comma-separated key must be at least ${MIN_SIGNING_KEY_LENGTH} characters`,
+    );
+  }
+
   const captchaSecret = env[DeciderEnv.CaptchaSecret]?.trim() || undefined;
   const captchaVerifyUrl = env[DeciderEnv.CaptchaVerifyUrl]?.trim() || undefined;
   if (captchaVerifyUrl !== undefined && !/^https?:\/\/[^/]/.test(captchaVerifyUrl)) {
@@ -108,6 +135,8 @@ export function readDeciderEnv(env: Readonly<Record<string, string | undefined>>
       listen,
       valkeyUrl: valkeyText,
       trustedHops,
+      clientAddressHeader: headerText,
+      signingKeys: keys.map((k) => Buffer.from(k, 'utf8')),
       captchaSecret,
       captchaVerifyUrl,
     },

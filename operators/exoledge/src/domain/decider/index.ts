@@ -6,7 +6,14 @@
  * allowlists). The process in `src/decider/` reads, calls these, and answers.
  */
 export { type AllowlistFile, type AllowlistRead, REPORTED_LINES, readAllowlist } from './allowlist.ts';
-export { CLEARANCE_COOKIE, clearanceCookie, readClearanceCookie, TOKEN_BYTES, tokenOf } from './clearance.ts';
+export {
+  CLEARANCE_COOKIE,
+  clearanceCookie,
+  issueClearance,
+  readClearanceCookie,
+  TOKEN_RANDOM_BYTES,
+  verifyClearance,
+} from './clearance.ts';
 export {
   type AddressHeaders,
   AddressSource,

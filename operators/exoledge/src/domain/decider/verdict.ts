@@ -14,13 +14,20 @@
  * | posture Observe                                     | pass (counted, logged)        | ListedObserved  |
  * | no challenge can be served (below)                  | pass                          | ChallengeOff    |
  * | a valid clearance token                             | pass                          | Cleared         |
- * | more than CHALLENGE_FLOOD_THRESHOLD challenges in   | drop                          | ChallengeFlood  |
- * | the window, none answered with a token              |                               |                 |
+ * | more than CHALLENGE_FLOOD_THRESHOLD challenges in   | pow with `extraBits` more     | ChallengeFlood  |
+ * | the window and the challenge is a proof-of-work     | zero bits (never a drop)      |                 |
  * | otherwise (posture Challenge or Strict)             | pow, or captcha (below)       | PresumedListed  |
  *
  * Which challenge: posture Challenge asks a proof-of-work; Strict asks the captcha when
- * the site has one, else a proof-of-work. With the challenge filter off (`challenge:
- * false`), a proof-of-work becomes the captcha when the site has one, else pass.
+ * the site has one, else a proof-of-work. `challenge: false` turns the proof-of-work off
+ * and nothing else: where a proof-of-work would be asked the client passes (ChallengeOff);
+ * a captcha is asked only where Strict asks it (a configured captcha is never a stand-in
+ * for a switched-off proof-of-work).
+ *
+ * A Presumed list is never a drop, however many challenges its addresses are sent: a
+ * Tor exit or a carrier-grade NAT address hides many people, and the seed's answer to a
+ * presumption is a test, not a cut. A flood of challenges raises the work each new one
+ * asks instead (ChallengeFlood), so a flood pays for itself while a person still gets in.
  *
  * Before the table: a request whose client address cannot be read (`client-address.ts`)
  * passes, as `unreadableClient()`, reason UnreadableAddress.
@@ -76,9 +83,9 @@ export const VerdictReason = {
   Cleared: 'Cleared',
   /**
    * In a selected Presumed list and sent more than `CHALLENGE_FLOOD_THRESHOLD` challenges in
-   * the current window without ever coming back with a token: dropped until the window ends.
-   * A browser solves the first challenge and comes back cleared; a flood does not solve,
-   * and each challenge page served to it costs more than a 403.
+   * the current window without coming back cleared: still challenged, never dropped (many
+   * people may share the address), but the proof-of-work asks `extraBits` more zero bits,
+   * doubling the work with each doubling of the flood up to `MAX_EXTRA_BITS`.
    */
   ChallengeFlood: 'ChallengeFlood',
   /** In a selected Presumed list: challenged (proof-of-work or captcha, see the module comment). */
@@ -93,11 +100,16 @@ export const VerdictReason = {
 export type VerdictReason = (typeof VerdictReason)[keyof typeof VerdictReason];
 
 /**
- * Challenges one client may be sent in a window without answering one before it is
- * dropped: two a second for a minute. A person behind a listed address answers the
- * first; a page with many assets may ask a few dozen times before the token is set.
+ * Challenges one client may be sent in a window at the site's difficulty: two a second
+ * for a minute. A person behind a listed address answers the first; a page with many
+ * assets may ask a few dozen times before the cookie is set. Past it the work grows.
  */
 export const CHALLENGE_FLOOD_THRESHOLD = 120;
+/**
+ * The most a flood adds to the site's difficulty: 4 bits, 16 times the work. More would
+ * make a slow phone behind a busy NAT wait minutes, which is a cut by another name.
+ */
+export const MAX_EXTRA_BITS = 4;
 /** The counting window, in seconds: fixed, starting at the client's first challenge. */
 export const CHALLENGE_WINDOW_SECONDS = 60;
 
@@ -121,9 +133,9 @@ export interface VerdictPolicy {
 export type ClientState =
   /** It presented a valid clearance token. */
   | { readonly kind: 'cleared' }
-  /** No valid token; this would be challenge number `count` of its window (1 for the first). */
+  /** No valid clearance; this is challenge number `count` of its window (1 for the first). */
   | { readonly kind: 'challenged'; readonly count: number }
-  /** Valkey did not answer: no token can be checked and nothing counted (fail open). */
+  /** Valkey did not answer: nothing counted, so the site's difficulty (fail open on the count). */
   | { readonly kind: 'unavailable' }
   /** Not read, because `stateWanted` said the answer does not depend on it. */
   | { readonly kind: 'notRead' };
@@ -141,6 +153,17 @@ export interface Decision {
   readonly reason: VerdictReason;
   /** The list that decided it (the first by name of its kind), when a list did. */
   readonly list?: string;
+  /** With ChallengeFlood: zero bits the proof-of-work asks beyond the site's difficulty. */
+  readonly extraBits?: number;
+}
+
+/**
+ * The extra work for challenge number `count` of a window: none up to the threshold, then
+ * one bit, and one more each time the count doubles, at most `MAX_EXTRA_BITS`.
+ */
+export function extraBitsFor(count: number): number {
+  if (count <= CHALLENGE_FLOOD_THRESHOLD) return 0;
+  return Math.min(MAX_EXTRA_BITS, 1 + Math.floor(Math.log2(count / CHALLENGE_FLOOD_THRESHOLD)));
 }
 
 /** Whether the site applies list `name` as a Presumed list. */
@@ -157,9 +180,8 @@ export function selects(selection: BlocklistSelection, name: string): boolean {
 
 /** The challenge a listed client gets under `policy`, or pass when none can be served. */
 export function challengeFor(policy: VerdictPolicy): typeof Verdict.Pow | typeof Verdict.Captcha | 'none' {
-  const asked = policy.posture === Posture.Strict && policy.captcha ? Verdict.Captcha : Verdict.Pow;
-  if (asked === Verdict.Pow && !policy.challenge) return policy.captcha ? Verdict.Captcha : 'none';
-  return asked;
+  if (policy.posture === Posture.Strict && policy.captcha) return Verdict.Captcha;
+  return policy.challenge ? Verdict.Pow : 'none';
 }
 
 /** The first list by name among `lists` matching `keep`. */
@@ -205,15 +227,16 @@ export function decide(input: VerdictInput): Decision {
   switch (state.kind) {
     case 'cleared':
       return { verdict: Verdict.Pass, reason: VerdictReason.Cleared, list };
-    case 'challenged':
-      if (state.count > CHALLENGE_FLOOD_THRESHOLD) {
-        return { verdict: Verdict.Drop, reason: VerdictReason.ChallengeFlood, list };
-      }
+    case 'challenged': {
+      const extraBits = challenge === Verdict.Pow ? extraBitsFor(state.count) : 0;
+      if (extraBits > 0)
+        return { verdict: Verdict.Pow, reason: VerdictReason.ChallengeFlood, list, extraBits };
       break;
+    }
     case 'unavailable':
     case 'notRead':
-      // Fail open on the state, not on the list: without Valkey no token can be checked,
-      // so the client is challenged as if it had none, and nothing is counted.
+      // Fail open on the count, not on the list: without Valkey nothing is counted, and the
+      // client is asked the site's own difficulty.
       break;
     default:
       return state satisfies never;

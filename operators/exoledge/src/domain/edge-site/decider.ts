@@ -23,7 +23,14 @@ import {
   type EdgeSiteSpec,
 } from '../../api/edge-site.ts';
 import { OwnedKind } from './kinds.ts';
-import { deciderName, deciderSelector, siteConfigMapName, siteLabels } from './names.ts';
+import {
+  deciderName,
+  deciderSelector,
+  SIGNING_KEY_SECRET_KEY,
+  signingKeySecretName,
+  siteConfigMapName,
+  siteLabels,
+} from './names.ts';
 import type { EdgeSiteOptions } from './options.ts';
 import { owned, type SiteRef } from './owner.ts';
 import { effectiveSecurity } from './security.ts';
@@ -77,10 +84,18 @@ export const DeciderEnv = {
    */
   ValkeyUrl: 'EXOLEDGE_VALKEY_URL',
   /**
-   * How many proxies, the gateway first, append to `X-Forwarded-For` and are trusted:
-   * the client address is the N-th entry from the right. 0 or absent: the header is not read.
+   * Envoy's `xff_num_trusted_hops` (Istio's `numTrustedProxies`) for the site's gateway:
+   * the client address is the (N+1)-th `X-Forwarded-For` entry from the right, 0 being
+   * the gateway's own peer (`client-address.ts`).
    */
   TrustedHops: 'EXOLEDGE_TRUSTED_HOPS',
+  /** A header a CDN in front overwrites with the client address; read first when named. */
+  ClientAddressHeader: 'EXOLEDGE_CLIENT_ADDRESS_HEADER',
+  /**
+   * Comma-separated signing keys of clearances and nonces, the first signing, from the
+   * optional Secret `<decider>-signing-key` (key `keys`). Absent: the key is made in Valkey.
+   */
+  SigningKeys: 'EXOLEDGE_SIGNING_KEYS',
 } as const;
 
 export function deciderServiceAccount(site: SiteRef) {
@@ -100,6 +115,16 @@ export function deciderDeployment(site: SiteRef, spec: EdgeSiteSpec, options: Ed
     { name: DeciderEnv.Listen, value: `:${options.deciderPort}` },
     ...(options.valkeyUrl === undefined ? [] : [{ name: DeciderEnv.ValkeyUrl, value: options.valkeyUrl }]),
     { name: DeciderEnv.TrustedHops, value: String(options.trustedHops) },
+    ...(options.clientAddressHeader === undefined
+      ? []
+      : [{ name: DeciderEnv.ClientAddressHeader, value: options.clientAddressHeader }]),
+    {
+      name: DeciderEnv.SigningKeys,
+      // Optional: a site without the Secret runs on the key Valkey holds.
+      valueFrom: {
+        secretKeyRef: { name: signingKeySecretName(site.name), key: SIGNING_KEY_SECRET_KEY, optional: true },
+      },
+    },
     { name: 'NODE_OPTIONS', value: DECIDER_NODE_OPTIONS },
     ...(spec.captcha
       ? [

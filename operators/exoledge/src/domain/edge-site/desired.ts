@@ -24,7 +24,7 @@ import type { KubeObject } from '@operators/kit';
 import { type EdgeSite, type EdgeSiteSpec, Feature } from '../../api/edge-site.ts';
 import { deciderDeployment, deciderService, deciderServiceAccount } from './decider.ts';
 import { carries, type FeaturePlan, featuresFor, SiteMode, siteMode } from './features.ts';
-import { challengePlugin, extAuthzFilter, sensitiveFilesPolicy, wafPlugin } from './filters.ts';
+import { extAuthzFilter, sensitiveFilesPolicy, wafPlugin } from './filters.ts';
 import { certificate, gateway } from './gateway.ts';
 import { grpcRules } from './grpc.ts';
 import {
@@ -141,7 +141,6 @@ function ownEdge(
         certificate(site, spec, tls),
         gateway(site, spec, tls, options),
         extAuthzFilter(site, spec, options),
-        ...(on(Feature.Challenge) ? [challengePlugin(site, spec, options)] : []),
         ...(on(Feature.Waf) ? [wafPlugin(site, spec, options)] : []),
         ...(on(Feature.SensitiveFiles) ? [sensitiveFilesPolicy(site)] : []),
         ...(on(Feature.Grpc) ? grpcRules(site, spec) : []),

@@ -3,16 +3,18 @@
  *
  * - `<site>-ext-authz`, an EnvoyFilter inserting Envoy's ext_authz (HTTP) first in the
  *   gateway's HTTP filters: every request asks the decider for a verdict before anything
- *   else runs (the seed's path: TLS terminated, then the verdict, then the challenge). A
- *   `drop` is the decider's 403; `pass` and a challenge verdict continue with the
- *   decider's `x-exoledge-*` headers added, which the challenge filter reads. The cluster
- *   is Istio's name for the decider Service, `outbound|<port>||<host>`.
- * - `<site>-challenge`, a WasmPlugin (phase AUTHN) serving the proof-of-work or the captcha.
+ *   else runs (the seed's path: TLS terminated, then the verdict, then the challenge).
+ *   `pass` continues with the decider's `x-exoledge-*` headers added; everything else is
+ *   a denial Envoy sends to the client as the decider wrote it (`allowed_client_headers`):
+ *   the 403 of a drop, the challenge page, and the 303 with the clearance cookie that
+ *   answers a solved challenge (`challenge-page.ts`). The challenge is served by the
+ *   decider this way, with no Wasm filter. The cluster is Istio's name for the decider
+ *   Service, `outbound|<port>||<host>`.
  * - `<site>-waf`, a WasmPlugin (phase AUTHZ): Coraza with the OWASP Core Rule Set. After
- *   the challenge, so a client that has not passed it costs no rule evaluation.
+ *   ext_authz, so a client that has not passed the challenge costs no rule evaluation.
  * - `<site>-deny-files`, an AuthorizationPolicy DENY on the sensitive-file suffixes.
  *
- * All four select the site's Gateway by `targetRefs` (kind Gateway, group
+ * All three select the site's Gateway by `targetRefs` (kind Gateway, group
  * gateway.networking.k8s.io), which the installed Istio CRDs (istio.io/api v1.32) have on
  * EnvoyFilter, WasmPlugin and AuthorizationPolicy: they bind to exactly the pods Istio
  * deploys for that Gateway, with no label to keep in step, and cannot reach another
@@ -20,15 +22,10 @@
  * both, so only targetRefs is set.
  */
 import { type EdgeSiteSpec, FailurePolicy } from '../../api/edge-site.ts';
+import { DENIED_CLIENT_HEADERS } from '../decider/challenge-page.ts';
 import { deciderHost } from './decider.ts';
 import { GATEWAY_API_GROUP, OwnedKind } from './kinds.ts';
-import {
-  challengePluginName,
-  extAuthzFilterName,
-  gatewayName,
-  sensitiveFilesPolicyName,
-  wafPluginName,
-} from './names.ts';
+import { extAuthzFilterName, gatewayName, sensitiveFilesPolicyName, wafPluginName } from './names.ts';
 import type { EdgeSiteOptions } from './options.ts';
 import { owned, type SiteRef } from './owner.ts';
 import { SENSITIVE_FILE_SUFFIXES } from './sensitive-files.ts';
@@ -38,21 +35,18 @@ import { filterSettings } from './site-config.ts';
 export const VERDICT_PATH = '/v1/verdict';
 /** How long the gateway waits for a verdict before `failurePolicy` decides. */
 export const VERDICT_TIMEOUT = '0.25s';
-/** Headers of the decider's answer passed on with the request: the verdict, for the challenge filter. */
+/** Headers of the decider's allow answer passed on with the request, for the origin's logs. */
 export const VERDICT_HEADER_PREFIX = 'x-exoledge-';
-/** The header carrying the verdict (`pass`, `captcha`, `pow`) to the challenge filter. */
+/** The header carrying the verdict. */
 export const VERDICT_HEADER = 'x-exoledge-verdict';
 /**
- * Request headers the decider sees beside those ext_authz always sends (method, path,
- * host, authorization): the clearance cookie, the client's address and what a
- * fingerprint needs.
+ * Request headers the decider sees beside those ext_authz always sends (method, path
+ * with its query, host, authorization): the clearance cookie, the forwarded chain the
+ * client address is read from (`client-address.ts`) and what a fingerprint needs. No
+ * header a client could forge its address with (`x-envoy-external-address`,
+ * `x-real-ip`): the decider would not read them anyway.
  */
-export const VERDICT_REQUEST_HEADERS: readonly string[] = [
-  'cookie',
-  'user-agent',
-  'x-forwarded-for',
-  'x-envoy-external-address',
-];
+export const VERDICT_REQUEST_HEADERS: readonly string[] = ['cookie', 'user-agent', 'x-forwarded-for'];
 /**
  * coraza-proxy-wasm's built-in configuration, then the engine on, then the whole Core
  * Rule Set: the order its documentation gives (the recommended file sets detection only).
@@ -102,7 +96,12 @@ export function extAuthzFilter(site: SiteRef, spec: EdgeSiteSpec, options: EdgeS
                 failure_mode_allow: failureModeAllow(spec),
                 // Here, not in http_service.authorization_request: that copy is deprecated
                 // (Envoy logs it) and the two may not both be set.
-                allowed_headers: { patterns: VERDICT_REQUEST_HEADERS.map((exact) => ({ exact })) },
+                allowed_headers: {
+                  patterns: [
+                    ...VERDICT_REQUEST_HEADERS,
+                    ...(options.clientAddressHeader ? [options.clientAddressHeader] : []),
+                  ].map((exact) => ({ exact })),
+                },
                 http_service: {
                   server_uri: {
                     uri: `http://${host}:${port}`,
@@ -112,6 +111,11 @@ export function extAuthzFilter(site: SiteRef, spec: EdgeSiteSpec, options: EdgeS
                   path_prefix: VERDICT_PATH,
                   authorization_response: {
                     allowed_upstream_headers: { patterns: [{ prefix: VERDICT_HEADER_PREFIX }] },
+                    // A denial reaches the client with these and its body: the challenge
+                    // page, the redirect and the clearance cookie.
+                    allowed_client_headers: {
+                      patterns: DENIED_CLIENT_HEADERS.map((exact) => ({ exact })),
+                    },
                   },
                 },
               },
@@ -126,27 +130,6 @@ export function extAuthzFilter(site: SiteRef, spec: EdgeSiteSpec, options: EdgeS
 /** A plugin that fails to load follows `failurePolicy` too: open when Ignore, closed when Fail. */
 function failStrategy(spec: Pick<EdgeSiteSpec, 'filter'>): 'FAIL_OPEN' | 'FAIL_CLOSE' {
   return failureModeAllow(spec) ? 'FAIL_OPEN' : 'FAIL_CLOSE';
-}
-
-export function challengePlugin(site: SiteRef, spec: EdgeSiteSpec, options: EdgeSiteOptions) {
-  const filter = filterSettings(spec);
-  return owned(site, OwnedKind.WasmPlugin, challengePluginName(site.name), {
-    spec: {
-      targetRefs: gatewayTargetRefs(site),
-      url: wasmUrl(options.challengeFilterImage),
-      phase: 'AUTHN',
-      type: 'HTTP',
-      failStrategy: failStrategy(spec),
-      pluginConfig: {
-        verdictHeader: VERDICT_HEADER,
-        difficulty: filter.difficulty,
-        clearance: filter.clearance,
-        ...(spec.captcha
-          ? { captcha: { provider: spec.captcha.provider, siteKey: spec.captcha.siteKey } }
-          : {}),
-      },
-    },
-  });
 }
 
 export function wafPlugin(site: SiteRef, spec: EdgeSiteSpec, options: EdgeSiteOptions) {

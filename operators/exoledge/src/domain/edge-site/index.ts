@@ -46,7 +46,6 @@ export {
 } from './kinds.ts';
 export {
   certificateName,
-  challengePluginName,
   DECIDER_APP,
   deciderName,
   defaultTlsSecretName,
@@ -58,9 +57,11 @@ export {
   LABEL_SITE_NAMESPACE,
   LABEL_UPSTREAM,
   routeName,
+  SIGNING_KEY_SECRET_KEY,
   sensitiveFilesPolicyName,
   shardAccessName,
   shardSelector,
+  signingKeySecretName,
   siteConfigMapName,
   wafPluginName,
 } from './names.ts';

@@ -84,27 +84,13 @@ export const APPLY_ORDER: readonly OwnedKind[] = [
 ];
 
 /**
- * The order the finalizer deletes a site's objects in: the seed's ("politiques, plugins,
- * route, certificat, déploiement, service, configmaps"), with the kinds it does not name
- * placed by what refers to them. Policies are the AuthorizationPolicy and the ext_authz
- * EnvoyFilter (both decide whether a request passes); the DestinationRule goes right
- * after the route that sent traffic through it; the Gateway after its route and before
- * the certificate whose Secret its listeners serve; the ServiceAccount after the pods
- * that run as it.
+ * The order the finalizer deletes a site's objects in: the apply order reversed, so the
+ * route goes first. The seed lists "politiques, plugins, route", but a route whose
+ * filters are gone is a route open to everyone: deleted first, no request reaches an
+ * origin through this gateway any more, and the filters and the decider then go with
+ * nothing left for them to guard.
  */
-export const DELETE_ORDER: readonly OwnedKind[] = [
-  OwnedKind.AuthorizationPolicy,
-  OwnedKind.EnvoyFilter,
-  OwnedKind.WasmPlugin,
-  OwnedKind.HTTPRoute,
-  OwnedKind.DestinationRule,
-  OwnedKind.Gateway,
-  OwnedKind.Certificate,
-  OwnedKind.Deployment,
-  OwnedKind.Service,
-  OwnedKind.ServiceAccount,
-  OwnedKind.ConfigMap,
-];
+export const DELETE_ORDER: readonly OwnedKind[] = [...APPLY_ORDER].reverse();
 
 /** The shard namespace's objects: the Role before the binding that grants it, and the reverse to delete. */
 export const SHARD_APPLY_ORDER: readonly ShardKind[] = [ShardKind.Role, ShardKind.RoleBinding];

@@ -47,8 +47,13 @@ export const siteConfigMapName = (site: string): string => `${site}-edge`;
 export const deciderName = (site: string): string => `${site}-decider`;
 /** The EnvoyFilter inserting ext_authz. */
 export const extAuthzFilterName = (site: string): string => `${site}-ext-authz`;
-/** The proof-of-work (or captcha) WasmPlugin. */
-export const challengePluginName = (site: string): string => `${site}-challenge`;
+/**
+ * The Secret the site's owner may create with the signing keys of clearances (key
+ * `keys`): the decider's environment references it, optional.
+ */
+export const signingKeySecretName = (site: string): string => `${site}-decider-signing-key`;
+/** The key of that Secret. */
+export const SIGNING_KEY_SECRET_KEY = 'keys';
 /** The Coraza + OWASP CRS WasmPlugin. */
 export const wafPluginName = (site: string): string => `${site}-waf`;
 /**

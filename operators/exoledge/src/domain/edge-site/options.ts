@@ -12,11 +12,9 @@ export interface EdgeSiteOptions {
   /** The decider's container image. */
   readonly deciderImage: string;
   /**
-   * The challenge filter (proof-of-work, or the captcha page), a Wasm module: an OCI
-   * image reference (`ghcr.io/org/pow:1.0`), or a URL (`oci://`, `https://`, `file://`).
+   * Coraza with the OWASP Core Rule Set built in (coraza-proxy-wasm), a Wasm module: an
+   * OCI image reference, or a URL (`oci://`, `https://`, `file://`).
    */
-  readonly challengeFilterImage: string;
-  /** Coraza with the OWASP Core Rule Set built in (coraza-proxy-wasm), same forms. */
   readonly wafFilterImage: string;
   /**
    * Where the BlocklistSource controller publishes decider shards (ConfigMaps): the
@@ -35,9 +33,15 @@ export interface EdgeSiteOptions {
    */
   readonly valkeyUrl: string | undefined;
   /**
-   * Proxies in front of the gateway that append to `X-Forwarded-For` and are trusted,
-   * the gateway first. 0 (the default): the decider never reads the header, since any
-   * client can write it.
+   * Envoy's `xff_num_trusted_hops` of the sites' gateways (Istio's `numTrustedProxies`):
+   * trusted proxies in front of the gateway. 0 (the default): the client is the gateway's
+   * own TCP peer, the last `X-Forwarded-For` entry, which the gateway appended.
    */
   readonly trustedHops: number;
+  /**
+   * A header the deciders read the client address from before `X-Forwarded-For`: only
+   * for gateways that a CDN alone reaches and whose value the CDN always overwrites.
+   * Undefined (the default): none; client-set headers are never read.
+   */
+  readonly clientAddressHeader?: string | undefined;
 }

@@ -252,18 +252,17 @@ function report(origin: DeclaredOrigin, seen: Observation): OriginReport {
   const problem = problemOf(seen);
   if (origin.weight === 0) {
     const count = `${plural(ready, 'ready endpoint')}${problem ? `; besides, ${problem.text}` : ''}`;
+    const message = `${where}: drained (weight 0), it receives no new requests (${count})`;
     return {
-      status: { ...status, reason: OriginReason.Drained },
+      status: { ...status, reason: OriginReason.Drained, message },
       notReadyEndpoints: notReady,
-      message: `${where}: drained (weight 0), it receives no new requests (${count})`,
+      message,
     };
   }
   if (problem === undefined) return { status, notReadyEndpoints: notReady };
-  return {
-    status: { ...status, reason: problem.reason },
-    notReadyEndpoints: notReady,
-    message: `${where}: ${problem.text}`,
-  };
+  // The message goes into the status too: a code alone does not say which Service or what to do.
+  const message = `${where}: ${problem.text}`;
+  return { status: { ...status, reason: problem.reason, message }, notReadyEndpoints: notReady, message };
 }
 
 /** Why the origin would receive nothing even with a weight: a reason and its words. */

@@ -14,8 +14,10 @@ export const FeatureReason = {
   /** `spec.grpc` is false: the origins speak HTTP/1.1 or negotiate HTTP/2 themselves, and no DestinationRule is needed. */
   NotRequested: 'NotRequested',
   /**
-   * `security.blocklists` is `[]`: the site asks for no list, so the decider applies none
-   * to it (absent would have meant every Presumed list).
+   * `security.blocklists` is `[]`: the site selects no Presumed list, so nobody is
+   * challenged (absent would have meant every Presumed list). Certain lists are not a
+   * site's choice: they are the cluster's, dropped by Cilium or by the decider whatever
+   * the selection, so the decider stays in place for them.
    */
   NoListSelected: 'NoListSelected',
   /**
@@ -26,5 +28,12 @@ export const FeatureReason = {
    * say, since they have no effect there.
    */
   CarriedBySharedEdge: 'CarriedBySharedEdge',
+  /**
+   * The function is off, but deleting an object that carried it failed: it may still be
+   * live at the gateway. Said instead of the off reason until the object is gone (the
+   * deletion is retried with the reconcile's backoff), so the status never says off
+   * while the filter still acts.
+   */
+  RemoveFailed: 'RemoveFailed',
 } as const;
 export type FeatureReason = (typeof FeatureReason)[keyof typeof FeatureReason];

@@ -14,7 +14,8 @@ import { type EdgeSiteStatus, Feature, type FeatureStatus, type OriginStatus } f
 import type { DesiredSet, ObjectRef } from './desired.ts';
 import { SiteMode } from './features.ts';
 import { OwnedKind, ShardKind } from './kinds.ts';
-import { challengePluginName, sensitiveFilesPolicyName, wafPluginName } from './names.ts';
+import { sensitiveFilesPolicyName, wafPluginName } from './names.ts';
+import { FeatureReason } from './reasons.ts';
 import { SiteReason } from './site-reasons.ts';
 
 /** What one reconcile did with one desired object. */
@@ -45,7 +46,6 @@ export function featureOf(ref: Pick<ObjectRef, 'kind' | 'name'>, site: string): 
   switch (ref.kind) {
     case OwnedKind.WasmPlugin:
       if (ref.name === wafPluginName(site)) return Feature.Waf;
-      if (ref.name === challengePluginName(site)) return Feature.Challenge;
       return undefined;
     case OwnedKind.AuthorizationPolicy:
       return ref.name === sensitiveFilesPolicyName(site) ? Feature.SensitiveFiles : undefined;
@@ -69,11 +69,22 @@ export function featureStatuses(
   site: string,
   desired: DesiredSet,
   outcomes: ReadonlyMap<string, ObjectOutcome>,
+  /** Objects the plan no longer lists whose deletion failed: they may still be live. */
+  stillLive: readonly Pick<ObjectRef, 'kind' | 'name'>[] = [],
 ): readonly FeatureStatus[] {
   const refs = [...desired.apply.map((o) => o.ref), ...desired.shard.apply.map((o) => o.ref)];
   return desired.features.map((plan): FeatureStatus => {
-    if (!plan.carried) return { name: plan.name, applied: false, reason: plan.reason };
-    const carriers = refs.filter((r) => featureOf(r, site) === plan.name);
+    if (!plan.carried) {
+      const live = stillLive.some((r) => featureOf(r, site) === plan.name);
+      return { name: plan.name, applied: false, reason: live ? FeatureReason.RemoveFailed : plan.reason };
+    }
+    // The challenge is served by the decider: its configuration and the ext_authz filter carry it.
+    const carriers = refs.filter(
+      (r) =>
+        featureOf(r, site) === plan.name ||
+        (plan.name === Feature.Challenge &&
+          (r.kind === OwnedKind.ConfigMap || r.kind === OwnedKind.EnvoyFilter)),
+    );
     let reason: string | undefined;
     for (const ref of carriers) {
       const o = outcomes.get(outcomeKey(ref));
