@@ -11,6 +11,7 @@ import {
   hasDrifted,
   type KubeObject,
   type Manager,
+  type RateLimiter,
   type ReconcileResult,
 } from '@operators/kit';
 
@@ -69,6 +70,8 @@ export interface SampleOptions {
   readonly concurrency?: number;
   readonly resyncMs?: number;
   readonly writes?: WriteLog;
+  /** The retry limiter; client-go's default (10 retries a second overall) unless given. */
+  readonly rateLimiter?: RateLimiter;
 }
 
 /** Registers the sample controller on `manager`; returns it (tests watch its queue). */
@@ -81,6 +84,7 @@ export function addSampleController(manager: Manager, opts: SampleOptions = {}):
     .owns(CONFIGMAP, informerOpts)
     .withConcurrency(opts.concurrency ?? 4);
   if (opts.resyncMs) controller.resyncEvery(opts.resyncMs);
+  if (opts.rateLimiter) controller.withRateLimiter(opts.rateLimiter);
   return controller.reconcile(async (req): Promise<ReconcileResult> => {
     writes.reconciles++;
     const widget = req.object; // the cached Widget, typed by for<Widget>()
