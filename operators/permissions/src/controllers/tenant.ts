@@ -167,13 +167,11 @@ async function apply(deps: Deps, client: KubeClient, tenant: Tenant) {
     // The Scope's deletion or rename wakes nothing here: retry through the rate limiter.
     return { requeue: true };
   }
-  if (slot.kind === 'free') {
-    // Created, not applied: if a Scope of that name appeared since the read, the create fails
-    // (AlreadyExists) instead of adopting it, and the next pass reads it as taken.
-    await client.create(ownedScope, { fieldManager: FIELD_MANAGER });
-  } else {
-    await applyIfDiffers(client, ownedScope, FIELD_MANAGER);
-  }
+  // Applied, also when the name is free: a Scope created with a plain create would leave its
+  // fields to that create's manager, and a later apply could then never remove an item from
+  // its lists (a narrowed parent could not narrow it). A squatter created in the moment
+  // between the read above and this apply is adopted; one created any earlier is not.
+  await applyIfDiffers(client, ownedScope, FIELD_MANAGER);
   for (const obj of [...tenantRoles(tenant), ...tenantRoleBindings(tenant)]) {
     await applyIfDiffers(
       client,
