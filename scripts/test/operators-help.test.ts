@@ -46,12 +46,12 @@ const OPERATORS: readonly Operator[] = [
       '--shortest-prefix-ipv4 N',
       '--shortest-prefix-ipv6 N',
       '--decider-image REF',
-      '--challenge-filter-image REF',
       '--waf-filter-image REF',
       '--gateway-class NAME',
       '--watch-namespaces NS,NS',
       '--valkey-url URL',
       '--trusted-hops N',
+      '--client-address-header NAME',
     ],
   },
   {
