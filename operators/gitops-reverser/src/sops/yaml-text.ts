@@ -33,18 +33,43 @@ export function goYamlMayNotReadAsString(s: string): boolean {
   return SPECIAL_WORDS.has(s) || NUMERIC_START.test(s);
 }
 
-/** Double-quotes every single-line string scalar (keys and values) go-yaml might misread. */
+/**
+ * Characters go-yaml cannot read raw: those its reader refuses anywhere in a file, quoted or
+ * not ("control characters are not allowed": DEL, the C1 controls, U+FFFE, U+FFFF), and
+ * those it reads as a line break, which a scalar then folds into a space (NEL, U+2028,
+ * U+2029). The `yaml` package writes them raw, even inside double quotes, so a Secret whose
+ * plaintext metadata held one (an annotation value is any string) made a file that
+ * `sops --decrypt` could not read, or read back changed.
+ */
+const GO_YAML_UNREADABLE = /[\u007f-\u009f\u2028\u2029\ufffe\uffff]/g;
+
+/**
+ * Double-quotes every single-line string scalar (keys and values) go-yaml might misread,
+ * and every string holding a character go-yaml cannot read raw (escaped by
+ * {@link stringifyLikeSops}; only a double-quoted scalar can carry an escape).
+ */
 export function quoteAmbiguousStrings(doc: Document): void {
   visit(doc, {
     Scalar(_key, node) {
+      if (typeof node.value !== 'string') return;
+      GO_YAML_UNREADABLE.lastIndex = 0;
       if (
-        typeof node.value === 'string' &&
-        !node.value.includes('\n') &&
-        goYamlMayNotReadAsString(node.value)
+        GO_YAML_UNREADABLE.test(node.value) ||
+        (!node.value.includes('\n') && goYamlMayNotReadAsString(node.value))
       ) {
         node.type = 'QUOTE_DOUBLE';
       }
     },
+  });
+}
+
+/** `\x7F`, `\uFFFE`: YAML's double-quoted escapes for what go-yaml cannot read raw. */
+function escapeUnreadable(text: string): string {
+  return text.replace(GO_YAML_UNREADABLE, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff
+      ? `\\x${code.toString(16).toUpperCase().padStart(2, '0')}`
+      : `\\u${code.toString(16).toUpperCase()}`;
   });
 }
 
@@ -55,5 +80,6 @@ export function quoteAmbiguousStrings(doc: Document): void {
  * span lines.
  */
 export function stringifyLikeSops(doc: Document): string {
-  return doc.toString({ indent: 4, indentSeq: true, lineWidth: 0 });
+  // After quoteAmbiguousStrings, such characters stand only inside double-quoted scalars.
+  return escapeUnreadable(doc.toString({ indent: 4, indentSeq: true, lineWidth: 0 }));
 }
