@@ -15,27 +15,14 @@
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { isApiError, type KubeClient, type KubeObject } from '@operators/kit';
+import type { KubeClient, KubeObject } from '@operators/kit';
 import { CLUSTER_ROLE, CLUSTER_ROLE_BINDING, Harness, ROLE, ROLE_BINDING, until } from './support/harness.ts';
+import { deniedBy, refusal } from './support/refusal.ts';
 
 const h = Harness.forFile();
 
 const GROUP = 'permissions.shturval.tech';
 const RBAC = 'rbac.authorization.k8s.io';
-
-/** The error the apiserver answered a write with; fails when the write was admitted. */
-async function refusal(write: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await write;
-  } catch (err) {
-    if (isApiError(err)) return { code: err.code, message: err.message };
-    throw err;
-  }
-  assert.fail('the apiserver admitted the write');
-}
-
-const deniedBy = (resource: string) =>
-  new RegExp(`admission webhook "${resource}\\.permissions\\.shturval\\.tech" denied the request: `);
 
 type Attrs =
   | { resourceAttributes: Record<string, string> }

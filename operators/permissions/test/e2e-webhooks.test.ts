@@ -15,6 +15,7 @@ import { test } from 'node:test';
 import { isApiError, type KubeObject } from '@operators/kit';
 import { webhookConfiguration } from '../src/webhooks/configuration.ts';
 import { Harness, type Kind, type Obj, ROLE, ROLE_BINDING, until } from './support/harness.ts';
+import { deniedBy, refusal } from './support/refusal.ts';
 
 const h = Harness.forFile();
 
@@ -23,21 +24,6 @@ const VWC = {
   apiVersion: 'admissionregistration.k8s.io/v1',
   kind: 'ValidatingWebhookConfiguration',
 } as const;
-
-/** The error the apiserver answered a write with; fails when the write was admitted. */
-async function refusal(write: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await write;
-  } catch (err) {
-    if (isApiError(err)) return { code: err.code, message: err.message };
-    throw err;
-  }
-  assert.fail('the apiserver admitted the write');
-}
-
-/** The prefix the apiserver gives a refusal by one of our webhooks. */
-const deniedBy = (resource: 'userroles' | 'grouproles' | 'tenants') =>
-  new RegExp(`admission webhook "${resource}\\.permissions\\.shturval\\.tech" denied the request: `);
 
 /** A namespace with a cluster-level and a namespace-level Permission and Scope. */
 async function fixture(t: Parameters<Harness['namespace']>[0], prefix: string): Promise<string> {
