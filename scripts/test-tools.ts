@@ -1,10 +1,16 @@
 /**
- * The tools some tests need beyond the control plane, in the order the test run's
- * prebuild obtains them, and which test files use each. Shared by `scripts/test.ts`, which
- * runs the files that need no tool first, and `scripts/prebuild-test-tools.ts`, which
- * builds the tools meanwhile.
+ * The tools some tests need beyond the control plane (the node's binaries among them), in
+ * the order the test run's prebuild obtains them, and which test files use each. Shared by
+ * `scripts/test.ts`, which runs the files that need no tool first, and
+ * `scripts/prebuild-test-tools.ts`, which builds the tools meanwhile.
  */
-import { type GoTool, goToolBinary, obtain, type ToolLog } from '@operators/controlplane';
+import {
+  type GoTool,
+  goToolBinary,
+  obtain,
+  resolveNodeBinaries,
+  type ToolLog,
+} from '@operators/controlplane';
 import { SOPS_TOOL } from '../operators/gitops-reverser/test/support/sops-binary.ts';
 import { OPA_TOOL } from '../operators/permissions/test/support/opa-binary.ts';
 import { REGISTRY_TOOL } from '../packages/controlplane/src/registry.ts';
@@ -44,6 +50,13 @@ export const TEST_TOOLS: readonly TestTool[] = [
     get: (log) => obtain('promtool', log),
   },
   goTool(REGISTRY_TOOL, /^packages\/controlplane\/test\/registry\.|^packages\/images\/test\/image-build\./),
+  // Last: the longest build (minutes on a new machine), needed only by the end-to-end suite
+  // on a real node, which runs beside the rest while this builds.
+  {
+    name: 'node',
+    usedBy: /^e2e\//,
+    get: (log) => resolveNodeBinaries(log),
+  },
 ];
 
 /**

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { lastToolNeeded } from './test-tools.ts';
 
 const root = join(import.meta.dirname, '..');
-const roots = ['packages', 'operators', 'scripts'];
+const roots = ['packages', 'operators', 'scripts', 'e2e'];
 
 function findTests(dir: string, out: string[]): void {
   for (const e of readdirSync(dir)) {
@@ -52,23 +52,53 @@ const prebuild = spawn(
 );
 prebuild.on('error', () => undefined);
 
-const child = spawn(
-  process.execPath,
-  [
-    '--test',
-    '--test-global-setup=packages/controlplane/src/global-setup.ts',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    // Each file's time, longest first, into the file this variable names (issue 40).
-    ...(process.env.KUBE_OPERATORS_TEST_TIMES
-      ? ['--test-reporter=./scripts/test-file-times.ts', '--test-reporter-destination=stdout']
-      : []),
-    '--test-timeout=600000',
-    ...selected,
-  ],
-  { cwd: root, stdio: 'inherit' },
-);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+// The node suite (e2e/) runs in a second runner beside the others, not after them: it is
+// minutes of waiting on pods and helm, with a plane and a node of its own (it needs no
+// shared plane), and in series it would add those minutes to every run (issue 39).
+const nodeSuite = selected.filter((f) => f.startsWith('e2e/'));
+const rest = selected.filter((f) => !f.startsWith('e2e/'));
+const timesFile = process.env.KUBE_OPERATORS_TEST_TIMES;
+
+function runner(files: readonly string[], opts: { globalSetup: boolean; times: string | undefined }) {
+  return spawn(
+    process.execPath,
+    [
+      '--test',
+      ...(opts.globalSetup ? ['--test-global-setup=packages/controlplane/src/global-setup.ts'] : []),
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      // Each file's time, longest first, into the file this variable names (issue 40).
+      ...(opts.times
+        ? ['--test-reporter=./scripts/test-file-times.ts', '--test-reporter-destination=stdout']
+        : []),
+      '--test-timeout=600000',
+      ...files,
+    ],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, ...(opts.times ? { KUBE_OPERATORS_TEST_TIMES: opts.times } : {}) },
+    },
+  );
+}
+
+const children = [
+  ...(rest.length > 0 ? [runner(rest, { globalSetup: true, times: timesFile })] : []),
+  ...(nodeSuite.length > 0
+    ? [runner(nodeSuite, { globalSetup: false, times: timesFile ? `${timesFile}.e2e.json` : undefined })]
+    : []),
+];
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    for (const c of children) c.kill(sig);
+  });
+}
 // A filtered run may end before the prebuild: it finishes on its own (a build killed half-way
 // would leave its lock to a process that is gone and its compiler still writing).
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+const codes = await Promise.all(
+  children.map(
+    (c) =>
+      new Promise<number>((resolve) => c.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)))),
+  ),
+);
+process.exit(codes.find((c) => c !== 0) ?? 0);

@@ -3,7 +3,8 @@
  * first time) with kube-controller-manager (garbage collection, namespace deletion,
  * ClusterRole aggregation; `npm run up -- --no-controller-manager` leaves it out),
  * installs every operator's CRDs, starts every operator that provides a local runner,
- * and keeps it all running until Ctrl-C.
+ * and keeps it all running until Ctrl-C. `npm run up -- --node` instead runs the operators
+ * as pods on a real node of this machine, installed from their charts (scripts/up-node.ts).
  *
  * Conventions an operator follows to join:
  * - `operators/<name>/crds/*.yaml`: its generated CRDs, installed here.
@@ -70,6 +71,11 @@ async function main(): Promise<void> {
   const log = (m: string): void => {
     process.stdout.write(`[up] ${m}\n`);
   };
+  if (process.argv.slice(2).includes('--node')) {
+    // The operators as pods on a real node, installed from their charts (scripts/up-node.ts).
+    const { upWithNode } = await import('./up-node.ts');
+    return upWithNode(log);
+  }
   const controllerManager = !process.argv.slice(2).includes('--no-controller-manager');
   const plane = await ControlPlane.start({ log: (m) => log(m), controllerManager });
   // A test runs its own `up` beside a developer's: the kubeconfig's folder can move.

@@ -201,7 +201,12 @@ describe('the exoledge chart, rendered by helm', () => {
     assert.deepEqual(container.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }]);
     assert.deepEqual(pod.volumes, [{ name: 'tmp', emptyDir: {} }]);
     assert.deepEqual(container.livenessProbe, { httpGet: { path: '/healthz', port: 'health' } });
-    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/readyz', port: 'health' } });
+    // Probed every 2 s, not the default 10: the first probe comes before node has started,
+    // and the next one decides when the pod (and `helm install --wait`) is Ready.
+    assert.deepEqual(container.readinessProbe, {
+      httpGet: { path: '/readyz', port: 'health' },
+      periodSeconds: 2,
+    });
     assert.deepEqual(container.ports, [
       { name: 'health', containerPort: 8081 },
       { name: 'metrics', containerPort: 8443 },
@@ -311,7 +316,10 @@ describe('the exoledge chart, rendered by helm', () => {
     const { pod, container } = deploymentNamed(objects, 'exoledge-bridge');
     assert.equal(pod.serviceAccountName, 'exoledge-bridge');
     assert.equal(envOf(container).EXOLEDGE_BRIDGE_DIRECTORY, '/etc/exoledge/console/directory.json');
-    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/healthz', port: 'http' } });
+    assert.deepEqual(container.readinessProbe, {
+      httpGet: { path: '/healthz', port: 'http' },
+      periodSeconds: 2,
+    });
     assert.deepEqual(
       byKind(objects, 'ValidatingAdmissionPolicyBinding').map((o) => o.metadata.name),
       ['ops-exoledge-bridge-dry-run-only'],

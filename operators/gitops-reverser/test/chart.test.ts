@@ -357,7 +357,7 @@ describe('the gitops-reverser chart, rendered by helm', () => {
     assert.deepEqual(cp?.spec, { accessFrom: { names: ['team-a'] } });
   });
 
-  it('runs the operator with one replica by default, probes on /healthz and /readyz, hardened, its clones in an emptyDir', async () => {
+  it('runs the operator with one replica by default, probes on /healthz and /readyz (readiness every 2 s), hardened, its clones in an emptyDir', async () => {
     const { objects } = await renderChart(helm, { namespace: 'ops' });
     const { name, namespace, replicas, pod, container } = deployment(objects);
     assert.equal(name, 'gitops-reverser');
@@ -390,7 +390,10 @@ describe('the gitops-reverser chart, rendered by helm', () => {
       { name: 'work', emptyDir: {} },
     ]);
     assert.deepEqual(container.livenessProbe, { httpGet: { path: '/healthz', port: 'health' } });
-    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/readyz', port: 'health' } });
+    assert.deepEqual(container.readinessProbe, {
+      httpGet: { path: '/readyz', port: 'health' },
+      periodSeconds: 2,
+    });
     assert.deepEqual(container.ports, [
       { name: 'health', containerPort: 8081 },
       { name: 'metrics', containerPort: 8443 },

@@ -54,6 +54,23 @@ const exists = (p: string): Promise<boolean> =>
   );
 
 describe('Repository (real git over file://)', () => {
+  it('a machine or image without git says it cannot run git, not that the branch name is invalid', async (t) => {
+    const s = await setup(t);
+    const empty = join(s.root, 'no-git-here');
+    await mkdir(empty);
+    const path = process.env.PATH;
+    process.env.PATH = empty;
+    t.after(() => {
+      process.env.PATH = path;
+    });
+    await assert.rejects(s.repo().open(), (err: unknown) => {
+      assert.ok(err instanceof GitError);
+      assert.match(err.message, /cannot run git/);
+      assert.doesNotMatch(err.message, /not a valid branch name/);
+      return true;
+    });
+  });
+
   it('real git over file://: an empty remote opens as an unborn branch that the first push creates', async (t) => {
     const s = await setup(t);
     const repo = s.repo();

@@ -348,7 +348,7 @@ describe('the permissions chart, rendered by helm', () => {
     );
   });
 
-  it('runs stp-controller, container manager, with the flags of main.ts, leader election on, two replicas, hardened', async () => {
+  it('runs stp-controller, container manager, with the flags of main.ts, leader election on, two replicas, hardened, its readiness probed every 2 s', async () => {
     const { objects } = await defaults();
     const { name, namespace, replicas, selector, podLabels, pod, container } = deployment(objects);
     assert.equal(name, 'stp-controller');
@@ -402,7 +402,11 @@ describe('the permissions chart, rendered by helm', () => {
       { name: 'webhook', containerPort: 9443 },
     ]);
     assert.deepEqual(container.livenessProbe, { httpGet: { path: '/healthz', port: 'health' } });
-    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/readyz', port: 'health' } });
+    // Every 2 s: the period is how late a replica turns Ready once its model is rebuilt.
+    assert.deepEqual(container.readinessProbe, {
+      httpGet: { path: '/readyz', port: 'health' },
+      periodSeconds: 2,
+    });
     assert.deepEqual(pod.securityContext, {
       runAsNonRoot: true,
       runAsUser: 65532,

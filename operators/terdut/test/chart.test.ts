@@ -286,7 +286,12 @@ describe('the terdut-operator chart, rendered by helm', () => {
     assert.deepEqual(container.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }]);
     assert.deepEqual(pod.volumes, [{ name: 'tmp', emptyDir: {} }]);
     assert.deepEqual(container.livenessProbe, { httpGet: { path: '/healthz', port: 'health' } });
-    assert.deepEqual(container.readinessProbe, { httpGet: { path: '/readyz', port: 'health' } });
+    // Probed every 2 s, not the kubelet's default 10 s: a pod is Ready soon after /readyz
+    // passes, so `helm install --wait` and each rollout step do not wait up to 10 s more.
+    assert.deepEqual(container.readinessProbe, {
+      httpGet: { path: '/readyz', port: 'health' },
+      periodSeconds: 2,
+    });
     assert.deepEqual(container.ports, [
       { name: 'health', containerPort: 8081 },
       { name: 'metrics', containerPort: 8443 },

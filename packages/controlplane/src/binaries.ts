@@ -1,6 +1,7 @@
 /**
  * Finds, downloads or builds kube-apiserver, kube-controller-manager, etcd, kubectl, helm
- * and promtool.
+ * and promtool; and, through {@link obtain}, the node's kubelet, kube-proxy and kube-scheduler
+ * (the `kubernetes-node` group, which node-binaries.ts resolves).
  *
  * Order of precedence, per binary:
  *  1. `KUBEBUILDER_ASSETS`, the envtest convention: a folder holding prebuilt binaries.
@@ -217,6 +218,11 @@ async function checkComponent(component: Component, version: string, dir: string
       await checkVersion(join(dir, 'kube-controller-manager'), ['--version'], version);
       await checkVersion(join(dir, 'kubectl'), ['version', '--client'], version);
       return;
+    case 'kubernetes-node':
+      // Each prints `Kubernetes v1.36.3`, as the apiserver does.
+      for (const b of COMPONENT_BINARIES['kubernetes-node'])
+        await checkVersion(join(dir, b), ['--version'], version);
+      return;
     case 'etcd':
       return checkVersion(join(dir, 'etcd'), ['--version'], version.replace(/^v/, ''));
     case 'helm':
@@ -230,7 +236,8 @@ async function checkComponent(component: Component, version: string, dir: string
 const buildFromSource: Builder = (component, version, dest, log) => {
   switch (component) {
     case 'kubernetes':
-      return buildKubernetes(version, dest, log);
+    case 'kubernetes-node':
+      return buildKubernetes(component, version, dest, log);
     case 'etcd':
       return buildEtcd(version, dest, log);
     case 'helm':
@@ -292,9 +299,6 @@ export async function resolvePlaneBinaries(
   const etcd = (await fromAssets('etcd')) ?? join(await obtain('etcd', log, opts), 'etcd');
   return { kubeApiserver, kubeControllerManager, etcd, kubectl };
 }
-
-/** The binaries built from k8s.io/kubernetes, in one `go build` so they share its compiled packages. */
-const KUBERNETES_BINARIES = COMPONENT_BINARIES.kubernetes;
 
 function defaultLog(message: string): void {
   process.stderr.write(`[controlplane] ${message}\n`);
@@ -362,12 +366,26 @@ function progress(what: string, log: Log): { onLine: (l: string) => void; stop: 
   };
 }
 
-async function buildKubernetes(version: string, dest: string, log: Log): Promise<void> {
+/**
+ * Builds a group of k8s.io/kubernetes commands (the plane's three, or the node's three) in
+ * one `go build`, so they share its compiled packages, through a generated wrapper module
+ * that maps the staging modules to their released versions, with the release's version
+ * ldflags. Each group has its own work folder: the two may build at once under their own
+ * locks.
+ */
+async function buildKubernetes(
+  component: 'kubernetes' | 'kubernetes-node',
+  version: string,
+  dest: string,
+  log: Log,
+): Promise<void> {
+  const binaries = COMPONENT_BINARIES[component];
+  const what = `${binaries.join(', ')} ${version}`;
   log(
-    `building ${KUBERNETES_BINARIES.join(', ')} ${version} with Go into ${dest}; the first build takes 10 to 25 ` +
-      'minutes on two cores, later runs reuse it (set KUBEBUILDER_ASSETS to use prebuilt binaries instead)',
+    `building ${what} with Go into ${dest}; the first build takes 10 to 25 minutes on two cores, later ` +
+      'runs reuse it (set KUBEBUILDER_ASSETS or KUBE_OPERATORS_NODE_ASSETS to use prebuilt binaries instead)',
   );
-  const work = join(cacheRoot(), 'build', `kubernetes-${version}`);
+  const work = join(cacheRoot(), 'build', `${component}-${version}`);
   const k8s = await downloadModule('k8s.io/kubernetes', version, tmpdir());
   const staging = stagingModules(await readFile(k8s.goMod, 'utf8'));
   if (staging.length === 0) {
@@ -379,32 +397,32 @@ async function buildKubernetes(version: string, dest: string, log: Log): Promise
   const sv = stagingVersion(version);
   await wrapperModule(
     work,
-    'kubernetes-build',
+    `${component}-build`,
     `k8s.io/kubernetes ${version}`,
     staging.map((m) => `${m} => ${m} ${sv}`),
   );
-  const pkgs = KUBERNETES_BINARIES.map((b) => `k8s.io/kubernetes/cmd/${b}`);
+  const pkgs = binaries.map((b) => `k8s.io/kubernetes/cmd/${b}`);
   await runGo(['get', ...pkgs.map((p) => `${p}@${version}`)], {
     cwd: work,
-    purpose: `resolving the modules of kube-apiserver ${version}`,
+    purpose: `resolving the modules of ${what}`,
   });
   const out = join(work, 'out');
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
-  const p = progress(`building ${KUBERNETES_BINARIES.join(', ')}`, log);
+  const p = progress(`building ${binaries.join(', ')}`, log);
   try {
     await runGo(['build', '-v', '-o', `${out}/`, '-ldflags', versionLdflags(version), ...pkgs], {
       cwd: work,
       env: { CGO_ENABLED: '0' },
       onLine: p.onLine,
-      purpose: `building ${KUBERNETES_BINARIES.join(', ')} ${version}`,
+      purpose: `building ${what}`,
     });
   } finally {
     p.stop();
   }
-  await checkComponent('kubernetes', version, out);
-  await install(out, dest, KUBERNETES_BINARIES);
-  log(`${KUBERNETES_BINARIES.join(', ')} ${version} are in ${dest}`);
+  await checkComponent(component, version, out);
+  await install(out, dest, binaries);
+  log(`${what} are in ${dest}`);
 }
 
 async function buildEtcd(version: string, dest: string, log: Log): Promise<void> {

@@ -6,10 +6,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { platform } from 'node:os';
 import { join } from 'node:path';
 import { resolveBinaries } from './binaries.ts';
 import { sha256OfUrl } from './download.ts';
 import { ControlPlaneError } from './errors.ts';
+import { resolveNodeBinaries } from './node-binaries.ts';
 import { COMPONENT_BINARIES, type Component, releaseLocation } from './releases.ts';
 
 export const USAGE = `usage: controlplane COMMAND
@@ -18,7 +20,8 @@ export const USAGE = `usage: controlplane COMMAND
               download (checked against a pinned sha256, else the release's published
               checksum file) or build with Go those that are missing, as
               KUBE_OPERATORS_BINARIES=auto|download|pinned|build says (default auto);
-              prints where each one is
+              then, on Linux, the node's (KUBE_OPERATORS_NODE_ASSETS, then the cache,
+              else downloaded or built); prints where each one is
   checksums   download the official release files of the pinned versions for Linux
               amd64 and arm64 and print their sha256, to compare with the releases'
               published sums and paste into versions.ts (for maintainers bumping a version)
@@ -52,6 +55,13 @@ async function main(argv: readonly string[]): Promise<number> {
       for (const [name, path] of Object.entries(b)) {
         process.stdout.write(`${name.padEnd(22)} ${path ?? '(none in KUBEBUILDER_ASSETS)'}\n`);
       }
+      // After the plane's, which are printed and cached whatever happens to the node's build.
+      if (platform() !== 'linux') {
+        process.stdout.write(`(the node's binaries are not built: a node runs on Linux only)\n`);
+        return 0;
+      }
+      const node = await resolveNodeBinaries((m) => process.stderr.write(`[controlplane] ${m}\n`));
+      for (const [name, path] of Object.entries(node)) process.stdout.write(`${name.padEnd(22)} ${path}\n`);
       return 0;
     }
     case 'checksums': {

@@ -31,11 +31,14 @@ import {
   controllerManagerArgs,
   controllersOf,
   controllersStarted,
+  DEFAULT_CONTROLLERS,
   KcmController,
 } from './controller-manager.ts';
 import { ControlPlaneError, tail } from './errors.ts';
 import { freePort } from './free-port.ts';
 import { isAlive } from './lock.ts';
+import { Node } from './node.ts';
+import type { NodeBinaries } from './node-binaries.ts';
 import { clientCertificate, generatePki, type Pem, type Pki } from './pki.ts';
 import { registerFolder, Supervised, unregisterFolder } from './process.ts';
 
@@ -56,7 +59,43 @@ export interface ControlPlaneOptions {
    * need cascading deletion, namespace deletion or aggregation ask for it.
    */
   readonly controllerManager?: boolean | ControllerManagerOptions;
+  /**
+   * A real node on this machine (node.ts): containerd, kubelet, kube-proxy, kube-scheduler
+   * and CoreDNS, registered with this plane. The apiserver then listens on the node's
+   * address (not 127.0.0.1), authorises kubelets (`Node,RBAC`, NodeRestriction), mounts
+   * service-account tokens into pods, and the controller manager also runs the
+   * controllers pods need ({@link NODE_CONTROLLERS}). Needs root; one per machine.
+   */
+  readonly node?: PlaneNodeOptions;
+  /**
+   * The address the apiserver listens on, 127.0.0.1 by default; a node's address
+   * (`10.244.0.1`, see node-config.ts) makes a second plane reachable from that node's
+   * pods, as a client cluster is from an operator. Ignored with `node`, which sets it.
+   */
+  readonly apiserverHost?: string;
 }
+
+/** What a plane's node is started with; resolved by the caller (images build the sandbox image). */
+export interface PlaneNodeOptions {
+  readonly binaries: NodeBinaries;
+  /** The sandbox ("pause") image: its name, and an OCI archive of it to import. */
+  readonly sandboxImage: { readonly name: string; readonly archive: string };
+}
+
+/** The controllers a plane with a node adds to the defaults: workloads, node health, root CA publishing. */
+export const NODE_CONTROLLERS: readonly string[] = [
+  'deployment-controller',
+  'replicaset-controller',
+  'statefulset-controller',
+  'daemonset-controller',
+  'job-controller',
+  'disruption-controller',
+  'pod-garbage-collector-controller',
+  // Projected service-account volumes read the kube-root-ca.crt ConfigMap it publishes.
+  'root-ca-certificate-publisher-controller',
+  'node-lifecycle-controller',
+  'taint-eviction-controller',
+];
 
 export interface Endpoint {
   readonly host: string;
@@ -75,6 +114,8 @@ export class ControlPlane {
   private etcd: Supervised | undefined;
   private apiserver: Supervised | undefined;
   private controllerManager: Supervised | undefined;
+  /** The node, when the plane was started with one. */
+  node: Node | undefined;
   private readonly apiserverArgs: readonly string[];
   private readonly log: Log;
   private stopped = false;
@@ -84,6 +125,7 @@ export class ControlPlane {
     binaries: PlaneBinaries;
     pki: Pki;
     apiPort: number;
+    apiHost: string;
     etcdUrl: string;
     apiserverArgs: readonly string[];
     log: Log;
@@ -91,7 +133,7 @@ export class ControlPlane {
     this.dir = init.dir;
     this.binaries = init.binaries;
     this.pki = init.pki;
-    this.url = `https://127.0.0.1:${init.apiPort}`;
+    this.url = `https://${init.apiHost}:${init.apiPort}`;
     this.kubeconfigPath = join(init.dir, 'kubeconfig');
     this.etcdUrl = init.etcdUrl;
     this.apiserverArgs = init.apiserverArgs;
@@ -135,13 +177,18 @@ export class ControlPlane {
     registerFolder(dir);
     await writeFile(join(dir, 'owner.pid'), String(process.pid));
     let plane: ControlPlane | undefined;
+    let node: Node | undefined;
     try {
+      // The node's address must exist before the apiserver binds it.
+      if (opts.node) node = await Node.prepare(opts.node.binaries, log);
+      const apiHost = node ? node.ip : (opts.apiserverHost ?? '127.0.0.1');
       const [etcdPort, peerPort, apiPort] = await Promise.all([
         opts.etcdPort ? ensureFree(opts.etcdPort, 'etcd') : freePort(),
         freePort(),
         opts.apiserverPort ? ensureFree(opts.apiserverPort, 'kube-apiserver') : freePort(),
       ]);
-      const pki = await generatePki();
+      // 10.0.0.1: the `kubernetes` Service's ClusterIP in --service-cluster-ip-range, which pods dial.
+      const pki = await generatePki(node ? [node.ip, '10.0.0.1'] : apiHost === '127.0.0.1' ? [] : [apiHost]);
       const certs = join(dir, 'pki');
       await mkdir(certs);
       const files = {
@@ -150,6 +197,8 @@ export class ControlPlane {
         servingKey: join(certs, 'apiserver.key'),
         saKey: join(certs, 'sa.key'),
         saPub: join(certs, 'sa.pub'),
+        admin: join(certs, 'admin.crt'),
+        adminKey: join(certs, 'admin.key'),
       };
       await Promise.all([
         writeFile(files.ca, pki.ca.cert),
@@ -157,12 +206,14 @@ export class ControlPlane {
         writeFile(files.servingKey, pki.serving.key, { mode: 0o600 }),
         writeFile(files.saKey, pki.serviceAccount.privateKey, { mode: 0o600 }),
         writeFile(files.saPub, pki.serviceAccount.publicKey),
+        writeFile(files.admin, pki.admin.cert),
+        writeFile(files.adminKey, pki.admin.key, { mode: 0o600 }),
       ]);
       const etcdUrl = `http://127.0.0.1:${etcdPort}`;
       const apiserverArgs = [
         `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
+        `--bind-address=${apiHost}`,
+        `--advertise-address=${apiHost}`,
         `--secure-port=${apiPort}`,
         `--cert-dir=${certs}`,
         `--tls-cert-file=${files.servingCert}`,
@@ -171,23 +222,49 @@ export class ControlPlane {
         '--service-account-issuer=https://kubernetes.default.svc',
         `--service-account-key-file=${files.saPub}`,
         `--service-account-signing-key-file=${files.saKey}`,
-        '--authorization-mode=RBAC',
-        '--disable-admission-plugins=ServiceAccount',
+        ...(node
+          ? [
+              '--authorization-mode=Node,RBAC',
+              '--enable-admission-plugins=NodeRestriction',
+              // logs, exec and port-forward: the apiserver dials the kubelet as the admin.
+              `--kubelet-client-certificate=${files.admin}`,
+              `--kubelet-client-key=${files.adminKey}`,
+              `--kubelet-certificate-authority=${files.ca}`,
+              '--kubelet-preferred-address-types=InternalIP',
+            ]
+          : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount']),
         '--service-cluster-ip-range=10.0.0.0/24',
         '--allow-privileged=true',
         '--profiling=false',
         ...(opts.apiserverFlags ?? []),
       ];
-      plane = new ControlPlane({ dir, binaries, pki, apiPort, etcdUrl, apiserverArgs, log });
+      plane = new ControlPlane({ dir, binaries, pki, apiPort, apiHost, etcdUrl, apiserverArgs, log });
+      plane.node = node;
       await plane.writeKubeconfig();
       await plane.startEtcd(etcdPort, peerPort);
       await plane.startApiserver();
-      const controllers = controllersOf(opts.controllerManager);
+      const asked = controllersOf(opts.controllerManager);
+      const controllers = node
+        ? [...new Set([...(asked.length ? asked : DEFAULT_CONTROLLERS), ...NODE_CONTROLLERS])]
+        : asked;
       if (controllers.length > 0) await plane.startControllerManager(controllers, files);
+      if (node && opts.node) {
+        await node.start(
+          {
+            url: plane.url,
+            pki,
+            kubeconfigPath: plane.kubeconfigPath,
+            kubectl: binaries.kubectl,
+            kubeconfig: (server, user) => plane?.kubeconfig(server, user) ?? '',
+          },
+          opts.node.sandboxImage,
+        );
+      }
       return plane;
     } catch (err) {
       if (plane) await plane.stop();
       else {
+        await node?.stop();
         rmSync(dir, { recursive: true, force: true });
         unregisterFolder(dir);
       }
@@ -358,6 +435,9 @@ export class ControlPlane {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // The node first: its kubelet and proxies would log the apiserver's departure, and
+    // its teardown needs nothing of the plane.
+    await this.node?.stop();
     await this.controllerManager?.stop();
     await this.apiserver?.stop();
     await this.etcd?.stop();

@@ -77,7 +77,11 @@ async function leaf(
   return { cert: cert.toString('pem'), key: await privatePem(k.privateKey) };
 }
 
-export async function generatePki(): Promise<Pki> {
+/**
+ * `extraIps`: more addresses the apiserver's certificate names, for a plane with a node
+ * (the node's address, and the `kubernetes` Service's ClusterIP that pods dial).
+ */
+export async function generatePki(extraIps: readonly string[] = []): Promise<Pki> {
   const caKeys = await keys();
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     name: 'CN=kube-operators-ts test CA',
@@ -94,6 +98,7 @@ export async function generatePki(): Promise<Pki> {
   const serving = await leaf(ca, 'CN=kube-apiserver', x509.ExtendedKeyUsage.serverAuth, [
     { type: 'ip', value: '127.0.0.1' },
     { type: 'ip', value: '::1' },
+    ...extraIps.map((value) => ({ type: 'ip' as const, value })),
     { type: 'dns', value: 'localhost' },
     { type: 'dns', value: 'kubernetes' },
     { type: 'dns', value: 'kubernetes.default' },
@@ -121,5 +126,31 @@ export async function clientCertificate(caPem: Pem, user: string, groups: readon
     { cert: caCert, keys: { privateKey, publicKey } as webcrypto.CryptoKeyPair },
     subject,
     x509.ExtendedKeyUsage.clientAuth,
+  );
+}
+
+/**
+ * A serving certificate signed by the plane's CA for the given addresses and names
+ * (a node's kubelet), so that clients verify it instead of skipping verification.
+ */
+export async function servingCertificate(
+  caPem: Pem,
+  commonName: string,
+  ips: readonly string[],
+  dnsNames: readonly string[],
+): Promise<Pem> {
+  const caCert = new x509.X509Certificate(caPem.cert);
+  const der = x509.PemConverter.decode(caPem.key)[0];
+  if (!der) throw new Error('CA key PEM is empty');
+  const privateKey = await webcrypto.subtle.importKey('pkcs8', der, ALG, true, ['sign']);
+  const publicKey = await caCert.publicKey.export(ALG, ['verify'], webcrypto as unknown as webcrypto.Crypto);
+  return leaf(
+    { cert: caCert, keys: { privateKey, publicKey } as webcrypto.CryptoKeyPair },
+    `CN=${commonName}`,
+    x509.ExtendedKeyUsage.serverAuth,
+    [
+      ...ips.map((value) => ({ type: 'ip' as const, value })),
+      ...dnsNames.map((value) => ({ type: 'dns' as const, value })),
+    ],
   );
 }

@@ -25,6 +25,11 @@ const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
 
 const live = new Set<Supervised>();
 const folders = new Set<string>();
+/**
+ * Asynchronous clean-ups an interrupt runs beside stopping the children: a node's
+ * teardown (mounts, links, iptables rules), which removing a folder cannot do.
+ */
+const cleanups = new Set<() => Promise<void>>();
 let handlersInstalled = false;
 
 export interface SpawnOptions {
@@ -120,6 +125,13 @@ export function unregisterFolder(path: string): void {
   folders.delete(path);
 }
 
+/** Registers a clean-up for interrupts (see {@link cleanups}); returns its removal. */
+export function registerCleanup(fn: () => Promise<void>): () => void {
+  installHandlers();
+  cleanups.add(fn);
+  return () => cleanups.delete(fn);
+}
+
 /** How many supervised children are alive: 0 after every plane stopped. */
 export function liveChildren(): number {
   return live.size;
@@ -148,11 +160,15 @@ function installHandlers(): void {
     }
     stopping = true;
     // Stop gracefully first (etcd flushes), but never hang an interrupted run.
-    const all = [...live].map((c) => c.stop(2_000));
-    const deadline = setTimeout(() => {
-      cleanupSync();
-      process.exit(code);
-    }, 4_000);
+    const all = [...[...cleanups].map((fn) => fn()), ...[...live].map((c) => c.stop(2_000))];
+    // A node's teardown takes a few seconds more than stopping processes.
+    const deadline = setTimeout(
+      () => {
+        cleanupSync();
+        process.exit(code);
+      },
+      cleanups.size > 0 ? 10_000 : 4_000,
+    );
     deadline.unref();
     void Promise.allSettled(all).then(() => {
       cleanupSync();

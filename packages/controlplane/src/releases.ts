@@ -21,8 +21,13 @@ import {
   type ReleasedBinary,
 } from './versions.ts';
 
-/** The groups the cache holds, one folder per group and version. */
-export type Component = 'kubernetes' | 'etcd' | 'helm' | 'promtool';
+/**
+ * The groups the cache holds, one folder per group and version. `kubernetes-node` (kubelet,
+ * kube-proxy, kube-scheduler) is its own group, not part of `kubernetes`: a node is needed
+ * by the end-to-end suite only, and adding binaries to `kubernetes` would make every
+ * machine's cached plane incomplete and rebuild it.
+ */
+export type Component = 'kubernetes' | 'kubernetes-node' | 'etcd' | 'helm' | 'promtool';
 
 /** A release host, its default base URL, and the variable that replaces it. */
 export interface ReleaseHost {
@@ -30,9 +35,16 @@ export interface ReleaseHost {
   readonly defaultBase: string;
 }
 
+/** dl.k8s.io serves both Kubernetes groups, so one variable names its mirror for both. */
+const KUBERNETES_HOST: ReleaseHost = {
+  env: 'KUBE_OPERATORS_KUBERNETES_RELEASES',
+  defaultBase: 'https://dl.k8s.io/release',
+};
+
 /** The four hosts; each variable takes the base URL of a mirror of the same tree. */
 export const RELEASE_HOSTS: Readonly<Record<Component, ReleaseHost>> = {
-  kubernetes: { env: 'KUBE_OPERATORS_KUBERNETES_RELEASES', defaultBase: 'https://dl.k8s.io/release' },
+  kubernetes: KUBERNETES_HOST,
+  'kubernetes-node': KUBERNETES_HOST,
   etcd: {
     env: 'KUBE_OPERATORS_ETCD_RELEASES',
     defaultBase: 'https://github.com/etcd-io/etcd/releases/download',
@@ -47,6 +59,7 @@ export const RELEASE_HOSTS: Readonly<Record<Component, ReleaseHost>> = {
 /** The binaries of each group. */
 export const COMPONENT_BINARIES: Readonly<Record<Component, readonly ReleasedBinary[]>> = {
   kubernetes: ['kube-apiserver', 'kube-controller-manager', 'kubectl'],
+  'kubernetes-node': ['kubelet', 'kube-proxy', 'kube-scheduler'],
   etcd: ['etcd'],
   helm: ['helm'],
   promtool: ['promtool'],
@@ -55,6 +68,7 @@ export const COMPONENT_BINARIES: Readonly<Record<Component, readonly ReleasedBin
 /** The version each group is pinned to. */
 export const COMPONENT_VERSIONS: Readonly<Record<Component, string>> = {
   kubernetes: KUBERNETES_VERSION,
+  'kubernetes-node': KUBERNETES_VERSION,
   etcd: ETCD_VERSION,
   helm: HELM_VERSION,
   promtool: PROMTOOL_VERSION,
@@ -79,7 +93,7 @@ export function releaseBase(component: Component, env: NodeJS.ProcessEnv = proce
  *  - Kubernetes: dl.k8s.io serves `<binary>.sha256` beside each binary, the bare digest;
  *    kubernetes/website `content/en/docs/tasks/tools/install-kubectl-linux.md` checks it
  *    with `echo "$(cat kubectl.sha256)  kubectl" | sha256sum --check`, and the same file
- *    exists for kube-apiserver and kube-controller-manager.
+ *    exists for kube-apiserver, kube-controller-manager, kubelet, kube-proxy and kube-scheduler.
  *  - etcd: etcd-io/etcd `scripts/release.sh` writes the release's `SHA256SUMS` with
  *    `ls . | grep -E '\.tar.gz$|\.zip$' | xargs shasum -a 256 > ./SHA256SUMS`.
  *  - Prometheus: prometheus/promu `cmd/checksum.go` writes `sha256sums.txt` with
@@ -128,7 +142,10 @@ function layout(
   switch (binary) {
     case 'kube-apiserver':
     case 'kube-controller-manager':
-    case 'kubectl': {
+    case 'kubectl':
+    case 'kubelet':
+    case 'kube-proxy':
+    case 'kube-scheduler': {
       const path = `/${version}/bin/${os}/${cpu}/${binary}`;
       return { path, checksum: { path: `${path}.sha256`, format: 'bare-digest' } };
     }

@@ -22,6 +22,31 @@ export const PROMTOOL_VERSION = 'v0.316.0';
  */
 export const REGISTRY_VERSION = 'v3.1.2';
 
+/**
+ * containerd (`github.com/containerd/containerd/v2`: cmd/containerd, cmd/ctr,
+ * cmd/containerd-shim-runc-v2), the node's container runtime with its CRI plugin. v2.4.2's
+ * go.mod has no replace directives and asks for Go 1.26.6, so `go install` builds it with
+ * the machine's Go 1.26 (75 s warm, measured for issue 39).
+ */
+export const CONTAINERD_VERSION = 'v2.4.2';
+/**
+ * The CNI reference plugins (`github.com/containernetworking/plugins`): bridge, host-local,
+ * loopback and portmap wire the node's pod network. v1.10.0 asks for Go 1.26.8.
+ */
+export const CNI_PLUGINS_VERSION = 'v1.10.0';
+/**
+ * CoreDNS (`github.com/coredns/coredns`, whose module root is the command), the node's
+ * cluster DNS. v1.15.0's go.mod has no replace directives and asks for Go 1.26.0.
+ */
+export const COREDNS_VERSION = 'v1.15.0';
+/**
+ * The pause binary of the node's sandbox image, compiled from `build/pause/linux/pause.c` of
+ * k8s.io/kubernetes {@link KUBERNETES_VERSION}: this is the `TAG` its `build/pause/Makefile`
+ * names. The build refuses a Makefile that names another, so a Kubernetes bump that moves
+ * pause forward also bumps this (and its cache folder).
+ */
+export const PAUSE_VERSION = 'v3.10.2';
+
 /** The Prometheus release of a Go module tag: v0.316.0 ↔ 3.16.0. */
 export function prometheusRelease(moduleVersion: string): string {
   const m = /^v0\.(\d)(\d\d)\.(\d+)$/.exec(moduleVersion);
@@ -56,6 +81,9 @@ export type ReleasedBinary =
   | 'kube-apiserver'
   | 'kube-controller-manager'
   | 'kubectl'
+  | 'kubelet'
+  | 'kube-proxy'
+  | 'kube-scheduler'
   | 'etcd'
   | 'helm'
   | 'promtool';
@@ -80,6 +108,10 @@ export const RELEASE_SHA256: Readonly<Record<ReleasedBinary, Readonly<Partial<Re
   kubectl: {
     'linux/amd64': 'ebbd080e7c2e275093b55915722043257eb24004363e20acb3c4d71919f88336',
   },
+  // The node's three: verified against dl.k8s.io's `.sha256` beside each until pinned.
+  kubelet: {},
+  'kube-proxy': {},
+  'kube-scheduler': {},
   etcd: {},
   helm: {
     'linux/amd64': '1e4ab49e429626cf6c6958d914248b78c9730803c2751b87627e171dc800e7bb',

@@ -617,13 +617,15 @@ describe('binaries: the download path, against a stand-in release host (contract
       );
       const sum = sha256sum(helmArchive());
       const lines = out.split('\n').filter((l) => l.includes("'linux/"));
-      assert.equal(lines.length, 12, out);
+      // Six binaries of the plane and tools, three of the node, two platforms each.
+      assert.equal(lines.length, 18, out);
       for (const l of lines) assert.match(l, new RegExp(`'linux/(amd|arm)64': '${sum}', // ${base}/`));
       const asked = host.paths.slice(from);
       assert.ok(
         asked.includes(`/${KUBERNETES_VERSION}/bin/linux/arm64/kube-controller-manager`),
         asked.join('\n'),
       );
+      assert.ok(asked.includes(`/${KUBERNETES_VERSION}/bin/linux/amd64/kubelet`), asked.join('\n'));
       assert.ok(
         asked.includes(`/etcd/${ETCD_VERSION}/etcd-${ETCD_VERSION}-linux-amd64.tar.gz`),
         asked.join('\n'),

@@ -15,7 +15,7 @@ describe('release files', () => {
         { 'linux/amd64': 'a'.repeat(64), 'linux/arm64': 'b'.repeat(64) },
       ]),
     ) as unknown as typeof RELEASE_SHA256;
-    const files = (['kubernetes', 'etcd', 'helm', 'promtool'] as const).flatMap((c) => {
+    const files = (['kubernetes', 'kubernetes-node', 'etcd', 'helm', 'promtool'] as const).flatMap((c) => {
       const plan = releasePlan(c, 'linux/amd64', releaseBase(c, {}), all);
       assert.equal(plan.kind, 'download');
       return plan.kind === 'download' ? plan.files.map((f) => [f.url, f.member ?? '']) : [];
@@ -24,6 +24,9 @@ describe('release files', () => {
       ['https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kube-apiserver', ''],
       ['https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kube-controller-manager', ''],
       ['https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kubectl', ''],
+      ['https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kubelet', ''],
+      ['https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kube-proxy', ''],
+      ['https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kube-scheduler', ''],
       [
         'https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz',
         'etcd-v3.6.16-linux-amd64/etcd',
@@ -38,7 +41,7 @@ describe('release files', () => {
 
   it("with no pin, each file is checked against its release's published checksum file, at the official path", () => {
     const none = Object.fromEntries(Object.keys(RELEASE_SHA256).map((k) => [k, {}])) as unknown as Checksums;
-    const trusts = (['kubernetes', 'etcd', 'helm', 'promtool'] as const).flatMap((c) => {
+    const trusts = (['kubernetes', 'kubernetes-node', 'etcd', 'helm', 'promtool'] as const).flatMap((c) => {
       const plan = releasePlan(c, 'linux/amd64', releaseBase(c, {}), none);
       assert.equal(plan.kind, 'download');
       return plan.kind === 'download' ? plan.files.map((f) => f.trust) : [];
@@ -60,6 +63,19 @@ describe('release files', () => {
         fileName: 'kube-controller-manager',
       },
       { kind: 'published', checksumUrl: `${k8s}/kubectl.sha256`, format: 'bare-digest', fileName: 'kubectl' },
+      { kind: 'published', checksumUrl: `${k8s}/kubelet.sha256`, format: 'bare-digest', fileName: 'kubelet' },
+      {
+        kind: 'published',
+        checksumUrl: `${k8s}/kube-proxy.sha256`,
+        format: 'bare-digest',
+        fileName: 'kube-proxy',
+      },
+      {
+        kind: 'published',
+        checksumUrl: `${k8s}/kube-scheduler.sha256`,
+        format: 'bare-digest',
+        fileName: 'kube-scheduler',
+      },
       {
         kind: 'published',
         checksumUrl: `${etcd}/SHA256SUMS`,
@@ -79,6 +95,28 @@ describe('release files', () => {
         fileName: 'prometheus-3.16.0.linux-amd64.tar.gz',
       },
     ]);
+  });
+
+  it("the node's kubelet, kube-proxy and kube-scheduler come from dl.k8s.io beside the apiserver, each checked against its .sha256, through the same mirror variable", () => {
+    const plan = releasePlan('kubernetes-node', 'linux/amd64', releaseBase('kubernetes-node', {}));
+    const k8s = 'https://dl.k8s.io/release/v1.36.3/bin/linux/amd64';
+    const file = (binary: string) => ({
+      binary,
+      trust: {
+        kind: 'published',
+        checksumUrl: `${k8s}/${binary}.sha256`,
+        format: 'bare-digest',
+        fileName: binary,
+      },
+      url: `${k8s}/${binary}`,
+    });
+    assert.deepEqual(plan, {
+      kind: 'download',
+      files: [file('kubelet'), file('kube-proxy'), file('kube-scheduler')],
+    });
+    const mirror = { KUBE_OPERATORS_KUBERNETES_RELEASES: 'https://mirror.example/k8s/' };
+    assert.equal(releaseBase('kubernetes-node', mirror), 'https://mirror.example/k8s');
+    assert.equal(releaseBase('kubernetes', mirror), 'https://mirror.example/k8s');
   });
 
   it("a mirror variable replaces the host and keeps the official tree below it, the release's checksum files included", () => {

@@ -123,7 +123,12 @@ export async function baseLayer(source: DebianSource, log: Log): Promise<string>
  */
 export async function extraPackagesLayer(packages: readonly string[], log: Log): Promise<string> {
   const key = recipeKey({ BASE_RECIPE, packages });
-  return cachedLayer(`extra-${packages.join('+')}-${key}`, log, async (work, tar) => {
+  // The recipe's hash names the layer: a long package list would exceed a file name's length.
+  const label =
+    packages.length <= 3
+      ? packages.join('+')
+      : `${packages.slice(0, 2).join('+')}+${packages.length - 2}-more`;
+  return cachedLayer(`extra-${label}-${key}`, log, async (work, tar) => {
     const debs = join(work, 'debs');
     const root = join(work, 'rootfs');
     await mkdir(debs);

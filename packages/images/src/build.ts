@@ -14,7 +14,9 @@
  * one.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { appLayer, dependenciesLayer, NODE_PATH, nodeLayer } from './app.ts';
@@ -110,6 +112,23 @@ export async function buildImage(
       { tar: await dependenciesLayer(repo, log), createdBy: 'npm ci --omit=dev --ignore-scripts' },
       { tar: await appLayer(repo, spec, work), createdBy: `sources of ${spec.workspaces.join(', ')}` },
     );
+    // The same layers, recipe and tag make the same image (the build is reproducible):
+    // a layout already built from them is returned instead of compressing them again
+    // (the node and dependency layers are most of the time, and they rarely change).
+    const dest = join(outDir, spec.name);
+    const key = await imageKey(layers, spec, tag);
+    if ((await readFile(`${dest}.key`, 'utf8').catch(() => '')) === key) {
+      const { digest, manifest } = await readManifest(dest, tag);
+      return {
+        name: spec.name,
+        tag,
+        layout: dest,
+        digest,
+        layers: manifest.layers.map((l) => ({ digest: l.digest, size: l.size })),
+        seconds: (performance.now() - started) / 1000,
+      };
+    }
+    await rm(`${dest}.key`, { force: true });
     const layout = join(work, 'layout');
     const image = `${layout}:${tag}`;
     const created = new Date(sourceDateEpoch() * 1000).toISOString();
@@ -162,13 +181,13 @@ export async function buildImage(
     ]);
     await umoci(['gc', '--layout', layout]);
     const { digest, manifest } = await readManifest(layout, tag);
-    const dest = join(outDir, spec.name);
     // The complete layout replaces the previous one; until this rename there is only the old.
     const old = `${dest}.old-${process.pid}`;
     await rename(dest, old).catch(() => undefined);
     await mkdir(dirname(dest), { recursive: true });
     await rename(layout, dest);
     await rm(old, { recursive: true, force: true });
+    await writeFile(`${dest}.key`, key);
     return {
       name: spec.name,
       tag,
@@ -180,4 +199,25 @@ export async function buildImage(
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * What an image is made of: each layer's content and history, the spec, the tag, the
+ * timestamp and this file's own text (the recipe: a change to how images are assembled
+ * must not return a layout assembled the old way).
+ */
+async function imageKey(
+  layers: readonly { readonly tar: string; readonly createdBy: string }[],
+  spec: ImageSpec,
+  tag: string,
+): Promise<string> {
+  const h = createHash('sha256');
+  h.update(await readFile(new URL(import.meta.url)));
+  h.update(JSON.stringify({ spec, tag, epoch: sourceDateEpoch(), env: IMAGE_ENV, arch: process.arch }));
+  for (const l of layers) {
+    const lh = createHash('sha256');
+    for await (const chunk of createReadStream(l.tar)) lh.update(chunk as Buffer);
+    h.update(`${lh.digest('hex')} ${l.createdBy}\n`);
+  }
+  return h.digest('hex');
 }

@@ -45,6 +45,51 @@ export interface ImageSpec {
  */
 const JEMALLOC_AMD64 = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
 
+/** git, ssh, and the shared libraries they link (Debian bookworm's names). */
+const GIT_PACKAGES: readonly string[] = [
+  'git',
+  'openssh-client',
+  'libcurl3-gnutls',
+  'libexpat1',
+  'libpcre2-8-0',
+  'zlib1g',
+  'libbrotli1',
+  'libcom-err2',
+  'libgnutls30',
+  'libgssapi-krb5-2',
+  'libhogweed6',
+  'libidn2-0',
+  'libk5crypto3',
+  'libkeyutils1',
+  'libkrb5-3',
+  'libkrb5support0',
+  'libldap-2.5-0',
+  'libnettle8',
+  'libnghttp2-14',
+  'libp11-kit0',
+  'libpsl5',
+  'librtmp1',
+  'libsasl2-2',
+  'libsasl2-modules-db',
+  'libssh2-1',
+  'libssl3',
+  'libtasn1-6',
+  'libunistring2',
+  'libzstd1',
+  'libgmp10',
+  'libffi8',
+  'libcrypt1',
+  'libdb5.3',
+  'libedit2',
+  'libfido2-1',
+  'libselinux1',
+  'libbsd0',
+  'libmd0',
+  'libcbor0.8',
+  'libtinfo6',
+  'libudev1',
+];
+
 export const IMAGES: readonly ImageSpec[] = [
   {
     name: 'weebo-link',
@@ -90,7 +135,11 @@ export const IMAGES: readonly ImageSpec[] = [
     name: 'gitops-reverser',
     workspaces: ['operators/gitops-reverser', 'packages/kit'],
     entry: 'operators/gitops-reverser/src/main.ts',
-    extraPackages: [],
+    // The operator runs git (and ssh for ssh:// remotes) as processes. `apt-get download`
+    // resolves no dependency, so the libraries they link are listed too (checked by the
+    // node suite: a pod of this image pushes to a remote; and `ldd` of each binary). Not
+    // perl: git's perl scripts (send-email, svn, ...) are not used.
+    extraPackages: GIT_PACKAGES,
     env: {},
     description: 'gitops-reverser: live objects mirrored into Git',
   },

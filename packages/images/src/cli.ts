@@ -1,14 +1,17 @@
 /**
- * `npm run images [-- NAME ...] [--out DIR] [--push REGISTRY]`: builds every image of the
- * catalog (or those named) into `DIR/<name>` (`dist/images` by default) as OCI layouts,
- * prints each one's compressed size and digest, and with `--push` copies them to
- * `REGISTRY/<name>:<version>`. Exits 2 on bad input (an unknown name, a missing Debian
- * tool), 1 when a build or a push fails.
+ * `npm run images [-- NAME ...] [--out DIR] [--push REGISTRY] [--containerd-archives]`:
+ * builds every image of the catalog (or those named) into `DIR/<name>` (`dist/images` by
+ * default) as OCI layouts, prints each one's compressed size and digest, with `--push`
+ * copies them to `REGISTRY/<name>:<version>`, and with `--containerd-archives` also writes
+ * `DIR/<name>.tar`, named `IMAGE_REGISTRY/<name>:<version>` as the charts refer to it, for
+ * `ctr -n k8s.io images import` on a node without a registry. Exits 2 on bad input (an
+ * unknown name, a missing Debian tool), 1 when a build, a push or an archive fails.
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type BuiltImage, buildImage } from './build.ts';
-import { IMAGES, imageNamed } from './catalog.ts';
+import { IMAGE_REGISTRY, IMAGES, imageNamed } from './catalog.ts';
+import { containerdArchive } from './containerd-archive.ts';
 import { pushImage } from './push.ts';
 import { requireTools } from './tools.ts';
 
@@ -28,13 +31,18 @@ function describe(image: BuiltImage, all: readonly BuiltImage[]): string {
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
-  let values: { out?: string; push?: string; help?: boolean };
+  let values: { out?: string; push?: string; 'containerd-archives'?: boolean; help?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: [...argv],
       allowPositionals: true,
-      options: { out: { type: 'string' }, push: { type: 'string' }, help: { type: 'boolean' } },
+      options: {
+        out: { type: 'string' },
+        push: { type: 'string' },
+        'containerd-archives': { type: 'boolean' },
+        help: { type: 'boolean' },
+      },
     }));
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
@@ -42,7 +50,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (values.help) {
     process.stdout.write(
-      `usage: npm run images -- [NAME ...] [--out DIR] [--push REGISTRY]\nimages: ${IMAGES.map((i) => i.name).join(', ')}\n`,
+      `usage: npm run images -- [NAME ...] [--out DIR] [--push REGISTRY] [--containerd-archives]\n` +
+        `  --containerd-archives  also write DIR/<name>.tar, named ${IMAGE_REGISTRY}/<name>:<version>, for ctr -n k8s.io images import\n` +
+        `images: ${IMAGES.map((i) => i.name).join(', ')}\n`,
     );
     return 0;
   }
@@ -68,6 +78,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   }
   for (const image of built) process.stdout.write(`${describe(image, built)}\n`);
+  if (values['containerd-archives']) {
+    for (const image of built) {
+      const tar = join(out, `${image.name}.tar`);
+      try {
+        await containerdArchive(image.layout, `${IMAGE_REGISTRY}/${image.name}:${image.tag}`, tar);
+        process.stdout.write(`archived ${IMAGE_REGISTRY}/${image.name}:${image.tag} to ${tar}\n`);
+      } catch (err) {
+        process.stderr.write(`${(err as Error).message}\n`);
+        return 1;
+      }
+    }
+  }
   if (values.push !== undefined) {
     for (const image of built) {
       try {

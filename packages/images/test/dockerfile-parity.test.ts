@@ -101,6 +101,16 @@ function copiesOf(stage: Stage): Copied[] {
   return out;
 }
 
+/** The destination as written of the COPY whose source is `source`. */
+function copyDestOf(stage: Stage, source: string): string | undefined {
+  for (const ins of stage.instructions) {
+    if (ins.keyword !== 'COPY') continue;
+    const { sources, dest } = copyPaths(ins);
+    if (sources.includes(source)) return dest;
+  }
+  return undefined;
+}
+
 function only(stage: Stage, keyword: string, file: string): Instruction {
   const found = stage.instructions.filter((i) => i.keyword === keyword);
   assert.equal(found.length, 1, `${file}: the final stage has ${found.length} ${keyword}, expected one`);
@@ -113,17 +123,32 @@ function pairsOf(stage: Stage, keyword: 'ENV' | 'LABEL'): Record<string, string>
 
 /** The packages `apt-get install` names in `stage`'s RUNs. */
 function aptInstalled(stage: Stage): string[] {
+  return aptPackages(stage, 'install');
+}
+
+/**
+ * The packages `apt-get download` fetches: the recipe's own way (`dpkg-deb -x` of each,
+ * no dependency resolved), for packages whose files are many (git), copied whole.
+ */
+function aptDownloaded(stage: Stage): string[] {
+  return aptPackages(stage, 'download');
+}
+
+function aptPackages(stage: Stage, verb: 'install' | 'download'): string[] {
   const out: string[] = [];
   for (const run of stage.instructions.filter((i) => i.keyword === 'RUN')) {
     for (const command of run.args.split(/&&|\|\||;/)) {
       const words = command.trim().split(/\s+/);
-      if (words[0] === 'apt-get' && words.includes('install')) {
-        out.push(...words.slice(words.indexOf('install') + 1).filter((w) => !w.startsWith('-')));
+      if (words[0] === 'apt-get' && words.includes(verb)) {
+        out.push(...words.slice(words.indexOf(verb) + 1).filter((w) => !w.startsWith('-')));
       }
     }
   }
   return out.sort();
 }
+
+/** Where a Dockerfile extracts downloaded packages in the Node stage, copied to `/` of the final one. */
+const EXTRACTED = '/extra';
 
 /** The stage `FROM` the official Node image, which the final stage takes Node and the dependencies from. */
 function nodeStage(df: Dockerfile, file: string): Stage & { name: string } {
@@ -213,10 +238,11 @@ function checkDebian(df: Dockerfile, r: Recipe): void {
 function checkExtraPackages(df: Dockerfile, r: Recipe): void {
   const file = dockerfileName(r.spec);
   const deps = nodeStage(df, file);
+  const downloaded = aptDownloaded(deps);
   assert.deepEqual(
-    aptInstalled(deps),
+    [...aptInstalled(deps), ...downloaded].sort(),
     [...r.spec.extraPackages].sort(),
-    `${file}: apt-get installs other packages than the catalog's extraPackages`,
+    `${file}: apt-get installs or downloads other packages than the catalog's extraPackages`,
   );
   const preloaded = (r.spec.env.LD_PRELOAD ?? '').split(/[\s:]+/).filter((p) => p !== '');
   const fromDeps = copiesOf(finalStage(df)).filter((c) => c.from === deps.name);
@@ -226,7 +252,16 @@ function checkExtraPackages(df: Dockerfile, r: Recipe): void {
       `${file}: LD_PRELOAD names ${p}, which the final stage does not copy from ${deps.name}`,
     );
   }
-  const expected = [...preloaded, NODE_PATH, APP_DIR];
+  // `COPY --from=deps /extra /` copies the folder's contents into / (what the recipe's
+  // extra layer holds); copiesOf names such a copy by the folder's own path.
+  const extracted = fromDeps.find((c) => c.source === EXTRACTED);
+  if (downloaded.length > 0) {
+    assert.ok(
+      extracted && copyDestOf(finalStage(df), EXTRACTED) === '/',
+      `${file}: the packages apt-get downloads are extracted to ${EXTRACTED} and copied to / (the recipe's extra layer)`,
+    );
+  }
+  const expected = [...preloaded, ...(extracted ? [extracted.dest] : []), NODE_PATH, APP_DIR];
   assert.deepEqual(
     fromDeps.map((c) => c.dest),
     expected,

@@ -120,7 +120,9 @@ export class Repository {
       {
         cwd: '/',
       },
-    ).catch(() => {
+    ).catch((err: unknown) => {
+      // git not there at all (an image without it) is not the branch's fault: say so.
+      if (err instanceof GitError && err.message.includes('cannot run git')) throw err;
       throw new GitError(
         GitErrorKind.InvalidConfig,
         `${JSON.stringify(this.branch)} is not a valid branch name`,

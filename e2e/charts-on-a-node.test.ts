@@ -1,0 +1,57 @@
+/**
+ * Every chart installed with `helm install` on one real node (issue 39): containerd 2,
+ * runc, the CNI bridge, kubelet, kube-proxy, kube-scheduler and CoreDNS, started by
+ * packages/controlplane, with the images `npm run images` builds imported into the
+ * node's containerd. Each operator's module says what its chart must do; the checks
+ * common to all are in support/chart-checks.ts.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { describeBadImage } from './bad-image.ts';
+import { describeChartOnNode } from './support/chart-checks.ts';
+import { NODE_CHARTS } from './support/charts.ts';
+import { type NodeEnv, startNodeEnv } from './support/node-env.ts';
+import { type MachineTrace, machineTrace } from './support/node-gone.ts';
+
+let env: NodeEnv | undefined;
+const current = (): NodeEnv => {
+  if (!env) throw new Error('the node environment did not start');
+  return env;
+};
+
+const reused = process.env.KUBE_OPERATORS_E2E_REUSE === '1';
+let beforeNode: MachineTrace | undefined;
+
+// On a new machine the node's binaries are built first (minutes: CoreDNS alone is several).
+before(
+  async () => {
+    if (!reused) beforeNode = await machineTrace();
+    const started = Date.now();
+    env = await startNodeEnv((m) => process.stderr.write(`[e2e] ${m}\n`));
+    process.stderr.write(
+      `[e2e] plane, node and images ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+    );
+  },
+  { timeout: 45 * 60_000 },
+);
+
+after(async () => {
+  await env?.stop();
+});
+
+for (const chart of NODE_CHARTS.filter(
+  (c) => !process.env.KUBE_OPERATORS_E2E_ONLY || c.operator === process.env.KUBE_OPERATORS_E2E_ONLY,
+))
+  describeChartOnNode(current, chart);
+describeBadImage(current);
+
+// A reused development node is not this run's to stop.
+if (!reused) {
+  describe('the plane stopped', () => {
+    it('leaves the machine as it found it: no process, mount, link, iptables chain, cgroup or path of the node, the sysctls restored', async () => {
+      await current().stop();
+      const after = await machineTrace();
+      assert.deepEqual(after, beforeNode);
+    });
+  });
+}
