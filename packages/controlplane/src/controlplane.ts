@@ -20,7 +20,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +35,7 @@ import {
 } from './controller-manager.ts';
 import { ControlPlaneError, tail } from './errors.ts';
 import { freePort } from './free-port.ts';
+import { httpGet, httpsGet } from './http-get.ts';
 import { isAlive } from './lock.ts';
 import { Node } from './node.ts';
 import type { NodeBinaries } from './node-binaries.ts';
@@ -291,7 +291,7 @@ export class ControlPlane {
       logFile: join(this.dir, 'etcd.log'),
     });
     await this.waitFor(this.etcd, async () =>
-      (await httpGet(`${client}/health`)).includes('"health":"true"'),
+      (await httpGet(`${client}/health`)).body.includes('"health":"true"'),
     );
   }
 
@@ -334,7 +334,7 @@ export class ControlPlane {
     this.controllerManager = proc;
     const healthz = `https://127.0.0.1:${port}/healthz?verbose`;
     await this.waitFor(proc, async () => {
-      const res = await this.httpsGet(healthz, { ca: this.pki.ca.cert });
+      const res = await httpsGet(healthz, { ca: this.pki.ca.cert });
       if (res.status !== 200 || !controllersStarted(res.body, controllers)) return false;
       if (!controllers.includes(KcmController.ServiceAccount)) return true;
       return (await this.adminGet('/api/v1/namespaces/default/serviceaccounts/default')).status === 200;
@@ -510,28 +510,10 @@ export class ControlPlane {
   }
 
   private adminGet(path: string, server: string = this.url): Promise<{ status: number; body: string }> {
-    return this.httpsGet(`${server}${path}`, {
+    return httpsGet(`${server}${path}`, {
       ca: this.pki.ca.cert,
       cert: this.pki.admin.cert,
       key: this.pki.admin.key,
-    });
-  }
-
-  private httpsGet(
-    url: string,
-    tls: { ca: string; cert?: string; key?: string },
-  ): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const req = httpsRequest(url, { ...tls, timeout: 5_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (d: string) => {
-          body += d;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('error', reject);
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.end();
     });
   }
 }
@@ -576,21 +558,6 @@ export async function compactEtcd(etcdUrl: string): Promise<number> {
   const revision = Number(status.header?.revision ?? 0);
   await httpPost(`${etcdUrl}/v3/kv/compaction`, { revision: String(revision), physical: true });
   return revision;
-}
-
-function httpGet(url: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { timeout: 2_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve(body));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
 }
 
 function httpPost(url: string, body: unknown): Promise<string> {

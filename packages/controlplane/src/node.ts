@@ -23,8 +23,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, readlink, rm, rmdir, writeFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,6 +30,7 @@ import { promisify } from 'node:util';
 import type { Log } from './binaries.ts';
 import { ControlPlaneError, tail } from './errors.ts';
 import { freePort } from './free-port.ts';
+import { httpGet, httpsGet } from './http-get.ts';
 import { isAlive } from './lock.ts';
 import type { NodeBinaries } from './node-binaries.ts';
 import {
@@ -592,45 +591,6 @@ async function ip(args: readonly string[]): Promise<void> {
 
 async function iptables(args: readonly string[]): Promise<void> {
   await exec('iptables', ['-w', '5', ...args]);
-}
-
-interface TlsOptions {
-  readonly ca?: string;
-  readonly cert?: string;
-  readonly key?: string;
-  /** Self-signed health endpoints (kube-scheduler's): the status is all that is read. */
-  readonly insecure?: boolean;
-}
-
-function httpsGet(url: string, tls: TlsOptions): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const { insecure, ...certs } = tls;
-    const req = httpsRequest(url, { ...certs, rejectUnauthorized: !insecure, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { timeout: 2_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => {
-        body += d;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
 }
 
 /** The DNS name of a Service, as pods resolve it. */

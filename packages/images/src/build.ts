@@ -27,6 +27,13 @@ import { sourceDateEpoch } from './layer-tar.ts';
 const execFileP = promisify(execFile);
 
 /** The environment every image sets, before its own. */
+/**
+ * The file in a layout that records what it was built from (see imageKey): inside the
+ * layout, so that nothing of the build sits beside it; image tools read only
+ * `oci-layout`, `index.json` and `blobs/`.
+ */
+const LAYOUT_KEY = 'kube-operators-ts.key';
+
 export const IMAGE_ENV: Readonly<Record<string, string>> = {
   PATH: '/usr/local/bin:/usr/bin:/bin',
   NODE_ENV: 'production',
@@ -117,18 +124,10 @@ export async function buildImage(
     // (the node and dependency layers are most of the time, and they rarely change).
     const dest = join(outDir, spec.name);
     const key = await imageKey(layers, spec, tag);
-    if ((await readFile(`${dest}.key`, 'utf8').catch(() => '')) === key) {
-      const { digest, manifest } = await readManifest(dest, tag);
-      return {
-        name: spec.name,
-        tag,
-        layout: dest,
-        digest,
-        layers: manifest.layers.map((l) => ({ digest: l.digest, size: l.size })),
-        seconds: (performance.now() - started) / 1000,
-      };
+    if ((await readFile(join(dest, LAYOUT_KEY), 'utf8').catch(() => '')) === key) {
+      return built(spec, tag, dest, started);
     }
-    await rm(`${dest}.key`, { force: true });
+    await rm(join(dest, LAYOUT_KEY), { force: true });
     const layout = join(work, 'layout');
     const image = `${layout}:${tag}`;
     const created = new Date(sourceDateEpoch() * 1000).toISOString();
@@ -180,22 +179,14 @@ export async function buildImage(
       `org.opencontainers.image.ref.name=${IMAGE_REGISTRY}/${spec.name}:${tag}`,
     ]);
     await umoci(['gc', '--layout', layout]);
-    const { digest, manifest } = await readManifest(layout, tag);
     // The complete layout replaces the previous one; until this rename there is only the old.
     const old = `${dest}.old-${process.pid}`;
     await rename(dest, old).catch(() => undefined);
     await mkdir(dirname(dest), { recursive: true });
     await rename(layout, dest);
     await rm(old, { recursive: true, force: true });
-    await writeFile(`${dest}.key`, key);
-    return {
-      name: spec.name,
-      tag,
-      layout: dest,
-      digest,
-      layers: manifest.layers.map((l) => ({ digest: l.digest, size: l.size })),
-      seconds: (performance.now() - started) / 1000,
-    };
+    await writeFile(join(dest, LAYOUT_KEY), key);
+    return built(spec, tag, dest, started);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -220,4 +211,17 @@ async function imageKey(
     h.update(`${lh.digest('hex')} ${l.createdBy}\n`);
   }
   return h.digest('hex');
+}
+
+/** What a finished (or reused) layout holds, read back from it. */
+async function built(spec: ImageSpec, tag: string, layout: string, started: number): Promise<BuiltImage> {
+  const { digest, manifest } = await readManifest(layout, tag);
+  return {
+    name: spec.name,
+    tag,
+    layout,
+    digest,
+    layers: manifest.layers.map((l) => ({ digest: l.digest, size: l.size })),
+    seconds: (performance.now() - started) / 1000,
+  };
 }

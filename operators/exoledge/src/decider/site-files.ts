@@ -4,7 +4,8 @@
  * decider): each file's content is hashed and compared with what was read last, so an
  * unchanged file costs a read and a hash, and a change applies without a restart. The
  * kubelet updates a ConfigMap volume by writing a new folder and swapping the `..data`
- * symlink to it, so every read sees a whole old file or a whole new one; an update
+ * symlink to it, so every read sees a whole old file or a whole new one (and an allowlist
+ * is read from the version `..data` names, so its keys are of one version); an update
  * reaches the pods within the kubelet's sync period (about a minute), then within one
  * poll.
  *
@@ -14,7 +15,7 @@
  * shows) until the file is fixed.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PrefixList } from '../domain/blocklist/index.ts';
 import { type AllowlistFile, readAllowlist } from '../domain/decider/allowlist.ts';
@@ -191,8 +192,42 @@ function keeping(had: boolean): string {
   return had ? '; its previous version stays applied' : '; it exempts nobody until it reads';
 }
 
-/** The data keys of a mounted ConfigMap: every entry but the kubelet's `..`-named ones. */
+/**
+ * The data keys of a mounted ConfigMap, of one version. The kubelet writes a version to
+ * a new folder, swaps `..data` to it, and only then links a key the version adds at the
+ * top level: so the keys are listed from the folder `..data` names, not from the top-level
+ * links (which, for a moment, are of two versions mixed). A folder without `..data` (not
+ * a kubelet volume) is read as it is.
+ */
 async function readFolder(dir: string): Promise<AllowlistFile[]> {
+  // The next update can swap `..data` and remove this version's folder while it is read:
+  // the read counts only if `..data` still names the same version after it.
+  for (let attempt = 1; ; attempt++) {
+    const version = await currentVersion(dir);
+    if (version === undefined) return readKeys(dir);
+    try {
+      const files = await readKeys(join(dir, version));
+      if ((await currentVersion(dir)) === version) return files;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    if (attempt >= 3) throw new Error(`${dir} changed during three reads in a row`);
+  }
+}
+
+/** The version folder `..data` names, or undefined for a folder that is not a kubelet volume. */
+async function currentVersion(dir: string): Promise<string | undefined> {
+  try {
+    return await readlink(join(dir, '..data'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EINVAL') return undefined;
+    throw err;
+  }
+}
+
+/** Every entry of a folder but the kubelet's `..`-named ones, with its text. */
+async function readKeys(dir: string): Promise<AllowlistFile[]> {
   const entries = (await readdir(dir)).filter((e) => !e.startsWith('.')).sort();
   const files: AllowlistFile[] = [];
   for (const key of entries) {
