@@ -90,6 +90,9 @@ const MAX_RECENT_NONCES = 50_000;
 /** ListedObserved lines logged per second at most; the metric counts every one. */
 const OBSERVED_LOG_PER_SECOND = 20;
 
+/** How long a start waits for the key Valkey shares before serving without it. */
+export const SIGNING_KEY_WAIT_MS = 3_000;
+
 export class Decider {
   readonly metrics: DeciderMetrics;
   readonly registry: Registry;
@@ -143,8 +146,15 @@ export class Decider {
     this.#poller = setInterval(() => void this.pollFiles(), this.#pollIntervalMs);
     this.#poller.unref();
     this.#feed.start((configMaps) => this.#applyShards(configMaps));
-    // Make the signing key early, so that the first challenge does not wait for it.
-    void this.signingKeys();
+    // The key first, within a bound: a verdict checks a clearance with the key already
+    // known, so a decider that served before reading it challenged clients that a
+    // clearance had passed (after every restart, until Valkey answered; CI under load
+    // caught it). A Valkey that does not answer holds the start no longer than the bound:
+    // listed clients are then challenged until it does, as before.
+    await Promise.race([
+      this.signingKeys().catch(() => undefined),
+      new Promise<void>((resolve) => setTimeout(resolve, SIGNING_KEY_WAIT_MS).unref()),
+    ]);
   }
 
   async close(): Promise<void> {
