@@ -190,12 +190,17 @@ export const exoledgeOnNode: ChartUnderTest = {
       ['apply', '--server-side', '--force-conflicts', '--field-manager=e2e-cilium', '-f', '-'],
       crds.map((c) => `---\n${stringify(c)}`).join('\n'),
     );
-    await env.kubectl([
-      'wait',
-      '--for=condition=Established',
-      ...crds.map((c) => `crd/${c.metadata.name}`),
-      '--timeout=30s',
-    ]);
+    // kubectl wait fails at once on a CRD whose status has no conditions yet (just
+    // created: "<nil> is of the type <nil>"), so it is asked again until it can wait.
+    await eventually('the Cilium CRDs Established', 30_000, async () => {
+      await env.kubectl([
+        'wait',
+        '--for=condition=Established',
+        ...crds.map((c) => `crd/${c.metadata.name}`),
+        '--timeout=30s',
+      ]);
+      return true;
+    });
     const ref = env.images['exoledge-decider'];
     if (!ref) throw new Error('no image exoledge-decider was built');
     deciderImage = ref;
