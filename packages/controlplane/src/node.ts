@@ -221,26 +221,10 @@ export class Node {
     await applyManifest(plane, COREDNS_RBAC);
 
     const started = Date.now();
-    const containerd = this.spawn('containerd', b.containerd, ['--config', p.containerdConfig], {
-      ...process.env,
-      // containerd finds its shim on PATH.
-      PATH: `${dirname(b.containerdShim)}:${process.env.PATH ?? ''}`,
-    });
-    await this.waitFor(containerd, async () => {
-      await this.ctr(['version']);
-      return true;
-    });
+    await this.startContainerd(b);
     await this.importImage(sandboxImage.archive);
 
-    const kubelet = this.spawn('kubelet', b.kubelet, [
-      `--config=${p.kubeletConfig}`,
-      `--kubeconfig=${p.kubeletKubeconfig}`,
-      `--root-dir=${p.kubeletRoot}`,
-      `--cert-dir=${p.kubeletCerts}`,
-      `--hostname-override=${this.name}`,
-      `--node-ip=${this.ip}`,
-      '--v=1',
-    ]);
+    const kubelet = this.spawnKubelet(b);
     const proxy = this.spawn('kube-proxy', b.kubeProxy, [`--config=${p.proxyConfig}`, '--v=1']);
     const scheduler = this.spawn('kube-scheduler', b.kubeScheduler, [
       `--kubeconfig=${p.schedulerKubeconfig}`,
@@ -295,24 +279,8 @@ export class Node {
     const n = this.layout;
     if (!b || !n) throw new Error('the node is not started');
     for (const name of ['kubelet', 'containerd']) await this.procs.get(name)?.stop(10_000);
-    const p = nodePaths(this.dir);
-    const containerd = this.spawn('containerd', b.containerd, ['--config', p.containerdConfig], {
-      ...process.env,
-      PATH: `${dirname(b.containerdShim)}:${process.env.PATH ?? ''}`,
-    });
-    await this.waitFor(containerd, async () => {
-      await this.ctr(['version']);
-      return true;
-    });
-    const kubelet = this.spawn('kubelet', b.kubelet, [
-      `--config=${p.kubeletConfig}`,
-      `--kubeconfig=${p.kubeletKubeconfig}`,
-      `--root-dir=${p.kubeletRoot}`,
-      `--cert-dir=${p.kubeletCerts}`,
-      `--hostname-override=${this.name}`,
-      `--node-ip=${this.ip}`,
-      '--v=1',
-    ]);
+    await this.startContainerd(b);
+    const kubelet = this.spawnKubelet(b);
     // Back when the kubelet's own health check answers (it has synced with containerd).
     await this.waitFor(
       kubelet,
@@ -334,6 +302,36 @@ export class Node {
       await this.procs.get('containerd')?.stop(5_000);
     });
     this.log(`node ${this.name} removed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+
+  /** containerd, until it answers; it finds its shim on PATH. */
+  private async startContainerd(b: NodeBinaries): Promise<void> {
+    const containerd = this.spawn(
+      'containerd',
+      b.containerd,
+      ['--config', nodePaths(this.dir).containerdConfig],
+      {
+        ...process.env,
+        PATH: `${dirname(b.containerdShim)}:${process.env.PATH ?? ''}`,
+      },
+    );
+    await this.waitFor(containerd, async () => {
+      await this.ctr(['version']);
+      return true;
+    });
+  }
+
+  private spawnKubelet(b: NodeBinaries): Supervised {
+    const p = nodePaths(this.dir);
+    return this.spawn('kubelet', b.kubelet, [
+      `--config=${p.kubeletConfig}`,
+      `--kubeconfig=${p.kubeletKubeconfig}`,
+      `--root-dir=${p.kubeletRoot}`,
+      `--cert-dir=${p.kubeletCerts}`,
+      `--hostname-override=${this.name}`,
+      `--node-ip=${this.ip}`,
+      '--v=1',
+    ]);
   }
 
   private spawn(name: string, command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Supervised {
