@@ -1,8 +1,8 @@
 /**
  * An image reference that does not exist: the release fails, the runtime's reason is
  * visible where a platform engineer looks (`kubectl describe pod`), and `helm uninstall`
- * still removes everything. weebo-link's chart, with a tag nobody built; the node has no
- * registry and no network, so the pull fails at once.
+ * still removes everything. weebo-link's chart, with a tag nobody built; the node sends
+ * every registry to a closed local port, so the pull fails at once, on this machine.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -14,7 +14,7 @@ const MISSING = 'ghcr.io/kube-operators-ts/weebo-link:0.0.0-does-not-exist';
 
 export function describeBadImage(env: () => NodeEnv): void {
   describe('a chart installed with an image reference that does not exist', () => {
-    it('leaves the release failed, with the pull failure in kubectl describe, and helm uninstall removes it all', async () => {
+    it('leaves the release failed, with the pull failure refused on this machine in kubectl describe, and helm uninstall removes it all', async () => {
       const e = env();
       await assert.rejects(
         e.helm([
@@ -41,6 +41,10 @@ export function describeBadImage(env: () => NodeEnv): void {
         return d.includes(`Failed to pull image "${MISSING}"`) ? d : undefined;
       });
       assert.match(described, /ErrImagePull|ImagePullBackOff/);
+      // The runtime's reason: the node sends every registry to a closed port of its own,
+      // so the pull was refused on this machine, no registry name was looked up.
+      assert.match(described, /127\.0\.0\.1:1: connect: connection refused/);
+      assert.doesNotMatch(described, /lookup |no such host/);
       await e.helm(['uninstall', 'bad-image', '-n', NS, '--wait', '--timeout', '60s']);
       // Its pods end after their grace period.
       const left = async (): Promise<string> =>

@@ -6,12 +6,15 @@
  * common to all are in support/chart-checks.ts.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { describeBadImage } from './bad-image.ts';
 import { describeChartOnNode } from './support/chart-checks.ts';
 import { NODE_CHARTS } from './support/charts.ts';
 import { type NodeEnv, startNodeEnv } from './support/node-env.ts';
 import { type MachineTrace, machineTrace } from './support/node-gone.ts';
+import { startSecondNode } from './support/second-node.ts';
 
 let env: NodeEnv | undefined;
 const current = (): NodeEnv => {
@@ -45,6 +48,29 @@ for (const chart of NODE_CHARTS.filter(
   describeChartOnNode(current, chart);
 describeBadImage(current);
 
+if (!reused) {
+  describe('one node per machine', () => {
+    it("a second plane with a node is refused while this node's owner lives, naming it, and this node keeps running", async () => {
+      const second = await startSecondNode();
+      assert.equal(second.code, 3, second.output);
+      assert.match(
+        second.output,
+        new RegExp(`a node already runs on this machine, owned by process ${process.pid}`),
+      );
+      // The apiserver's own answer: the node is still Ready, and the folder still ours.
+      const ready = await current().kubectl([
+        'get',
+        'node',
+        'kot-node',
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+      ]);
+      assert.equal(ready, 'True');
+      assert.equal(await readFile(`${current().nodeDir}/owner.pid`, 'utf8'), String(process.pid));
+    });
+  });
+}
+
 // A reused development node is not this run's to stop.
 if (!reused) {
   describe('the plane stopped', () => {
@@ -52,6 +78,24 @@ if (!reused) {
       await current().stop();
       const after = await machineTrace();
       assert.deepEqual(after, beforeNode);
+    });
+
+    it('a node refuses to start beside a kubelet that is not ours, and changes nothing of the machine or of that kubelet', async (t) => {
+      // A foreign kubelet's files, where kubeadm and distribution packages put them.
+      assert.ok(!existsSync('/var/lib/kubelet'), 'this machine already has a /var/lib/kubelet');
+      await mkdir('/var/lib/kubelet');
+      t.after(() => rm('/var/lib/kubelet', { recursive: true, force: true }));
+      const config = 'kind: KubeletConfiguration\n# a kubelet this suite did not start\n';
+      await writeFile('/var/lib/kubelet/config.yaml', config);
+      const trace = await machineTrace();
+      const second = await startSecondNode();
+      assert.equal(second.code, 3, second.output);
+      assert.match(
+        second.output,
+        /\/var\/lib\/kubelet\/config\.yaml exists: another kubelet or containerd runs on this machine/,
+      );
+      assert.deepEqual(await machineTrace(), trace);
+      assert.equal(await readFile('/var/lib/kubelet/config.yaml', 'utf8'), config);
     });
   });
 }

@@ -134,14 +134,7 @@ export const weeboLinkOnNode: ChartUnderTest = {
         assert.ok(killed);
         // The old replicas, under the old limit, still lead and link: nothing stopped, nothing lost.
         await e.kubectl(['apply', '-f', '-'], stringify(authentikUser('bob', 'auth')));
-        await eventually(
-          'bob linked during the failed rollout',
-          30_000,
-          async () =>
-            (await e
-              .kubectl(['get', 'stalwartaccount', 'bob', '-n', 'mail', '-o', 'name'])
-              .catch(() => '')) || undefined,
-        );
+        await linked(e, 'bob', 'during the failed rollout');
         assert.equal(
           await e.kubectl([
             'get',
@@ -172,14 +165,7 @@ export const weeboLinkOnNode: ChartUnderTest = {
       });
       assert.deepEqual(await containerIds(e), before);
       await e.kubectl(['apply', '-f', '-'], stringify(authentikUser('carol', 'auth')));
-      await eventually(
-        'carol linked after the restart',
-        30_000,
-        async () =>
-          (await e
-            .kubectl(['get', 'stalwartaccount', 'carol', '-n', 'mail', '-o', 'name'])
-            .catch(() => '')) || undefined,
-      );
+      await linked(e, 'carol', 'after the restart');
     });
   },
   cleanUp: async (env: NodeEnv) => {
@@ -187,3 +173,14 @@ export const weeboLinkOnNode: ChartUnderTest = {
     await env.kubectl(['delete', '-f', '-'], TEST_CRDS.map((c) => `---\n${stringify(c)}`).join('\n'));
   },
 };
+
+/** Waits for the user's linked StalwartAccount: the operator linked it. */
+async function linked(e: NodeEnv, user: string, when: string): Promise<void> {
+  await eventually(
+    `${user} linked ${when}`,
+    30_000,
+    async () =>
+      (await e.kubectl(['get', 'stalwartaccount', user, '-n', 'mail', '-o', 'name']).catch(() => '')) ||
+      undefined,
+  );
+}

@@ -29,13 +29,14 @@
  *     lock keeps two test runs from fetching or building at once.
  */
 import { execFile } from 'node:child_process';
-import { constants, existsSync } from 'node:fs';
-import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DownloadUnavailable, downloadRelease } from './download.ts';
 import { ControlPlaneError } from './errors.ts';
+import { isExecutable } from './executable.ts';
 import { downloadModule, runGo } from './go.ts';
 import { withLock } from './lock.ts';
 import {
@@ -121,15 +122,6 @@ export function binariesMode(env: NodeJS.ProcessEnv = process.env): BinariesMode
 
 function cachedDir(component: Component, version: string): string {
   return join(cacheRoot(), 'bin', `${component}-${version}`);
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -10,12 +10,12 @@
  * module's own requirements; the module proxy is the only network it uses.
  */
 import { execFile } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { cacheRoot } from './binaries.ts';
+import { isExecutable } from './executable.ts';
 import { runGo } from './go.ts';
 import { withLock } from './lock.ts';
 
@@ -135,13 +135,4 @@ async function build(tool: GoModuleTool, dest: string, log: ToolLog): Promise<vo
   await mkdir(dest, { recursive: true });
   for (const name of names) await rename(join(out, name), join(dest, name));
   log(`${what} built in ${Math.round((Date.now() - started) / 1000)} s`);
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -28,14 +28,15 @@
  *     - runc, iptables, conntrack: Debian packages (debian-packages.ts).
  */
 import { execFile } from 'node:child_process';
-import { constants, existsSync } from 'node:fs';
-import { access, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { cacheRoot, type Log, obtain } from './binaries.ts';
 import { ensureDebianPackages } from './debian-packages.ts';
 import { ControlPlaneError } from './errors.ts';
+import { isExecutable } from './executable.ts';
 import { downloadModule } from './go.ts';
 import { type GoModuleTool, goModuleTool } from './go-tool.ts';
 import { withLock } from './lock.ts';
@@ -281,13 +282,4 @@ async function pauseBinary(log: Log): Promise<string> {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }

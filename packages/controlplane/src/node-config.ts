@@ -15,6 +15,8 @@
  *    without it (every sandbox failed with "can't get final child's PID from pipe").
  *  - kubelet on cgroupfs (no systemd here), accepting the machine's cgroup v1, with client
  *    certificates and webhook authorisation, its read-only port closed.
+ *  - No image is pulled: every registry's name leads to a closed local port (see
+ *    {@link registryHostsToml}); the node's images are imported into containerd.
  *  - Cluster DNS is CoreDNS as a process on the node's address, answering for
  *    `cluster.local` only: no forwarder, so no name outside the cluster resolves.
  */
@@ -64,6 +66,9 @@ export function nodePaths(dir: string) {
     containerdRoot: `${dir}/containerd/root`,
     containerdState: `${dir}/containerd/state`,
     containerdSocket: `${dir}/containerd/containerd.sock`,
+    /** containerd's registry hosts folder (`config_path`): only `_default` is in it. */
+    registryHosts: `${dir}/containerd/certs.d`,
+    defaultRegistryHosts: `${dir}/containerd/certs.d/_default/hosts.toml`,
     cniConfDir: `${dir}/cni/net.d`,
     cniDataDir: `${dir}/cni/networks`,
     kubeletConfig: `${dir}/kubelet.yaml`,
@@ -113,6 +118,8 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.bt
     snapshotter = 'overlayfs'
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = '${n.sandboxImage}'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '${p.registryHosts}'
 
   [plugins.'io.containerd.cri.v1.runtime']
     restrict_oom_score_adj = true
@@ -136,6 +143,22 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.bt
     disable_tcp_service = true
     stream_server_address = '127.0.0.1'
     stream_server_port = '0'
+`;
+}
+
+/** The port {@link registryHostsToml} sends every pull to: tcpmux's, which nothing here serves. */
+export const NO_REGISTRY = '127.0.0.1:1';
+
+/**
+ * Every registry's hosts file (containerd's `_default` namespace, used for any registry
+ * with no folder of its own): its one server is {@link NO_REGISTRY}. The node's images are
+ * imported, never pulled, so a pull (a mistyped reference, an image nobody imported) fails
+ * at once with "connection refused" on this machine, without asking DNS for the
+ * registry's name or sending anything off the machine, whatever network it has.
+ */
+export function registryHostsToml(): string {
+  return `# Rendered by packages/controlplane/src/node-config.ts: no pull leaves this machine.
+server = "https://${NO_REGISTRY}"
 `;
 }
 

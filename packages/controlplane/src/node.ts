@@ -45,6 +45,7 @@ import {
   NODE_ADDRESSES,
   type NodeLayout,
   nodePaths,
+  registryHostsToml,
   resolvConf,
   TOUCHED_SYSCTLS,
 } from './node-config.ts';
@@ -190,6 +191,7 @@ export class Node {
       p.kubeletCerts,
       p.podLogs,
       dirname(p.containerdSocket),
+      dirname(p.defaultRegistryHosts),
     ]) {
       await mkdir(d, { recursive: true });
     }
@@ -204,6 +206,7 @@ export class Node {
     const secret = { mode: 0o600 } as const;
     await Promise.all([
       writeFile(p.containerdConfig, containerdConfig(n)),
+      writeFile(p.defaultRegistryHosts, registryHostsToml()),
       writeFile(join(p.cniConfDir, '10-kube-operators-ts.conflist'), cniConflist(n)),
       writeFile(p.kubeletConfig, kubeletConfig(n)),
       writeFile(p.resolvConf, resolvConf(n)),

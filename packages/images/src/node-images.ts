@@ -36,27 +36,9 @@ export interface NodeImageOptions {
 export async function nodeImageArchives(o: NodeImageOptions): Promise<NodeImageArchives> {
   await requireTools();
   const started = Date.now();
-  const pause = await staticBinaryImage({
-    binary: o.pause.binary,
-    pathInImage: '/pause',
-    entrypoint: ['/pause'],
-    // Upstream's pause image runs as 65535.
-    user: 65535,
-    name: o.pause.name,
-    out: join(o.out, 'pause'),
-  });
-  const pauseTar = join(o.out, 'pause.tar');
-  await containerdArchive(pause.layout, o.pause.name, pauseTar);
-  const kubectl = await staticBinaryImage({
-    binary: o.kubectl.binary,
-    pathInImage: '/bin/kubectl',
-    entrypoint: ['/bin/kubectl'],
-    user: 65532,
-    name: o.kubectl.name,
-    out: join(o.out, 'kubectl'),
-  });
-  const kubectlTar = join(o.out, 'kubectl.tar');
-  await containerdArchive(kubectl.layout, o.kubectl.name, kubectlTar);
+  // Upstream's pause image runs as 65535; the kubectl image as our other images do.
+  const pauseTar = await archiveBinary(o.out, 'pause', o.pause, '/pause', 65535);
+  const kubectlTar = await archiveBinary(o.out, 'kubectl', o.kubectl, '/bin/kubectl', 65532);
   const project: Record<string, { reference: string; archive: string }> = {};
   for (const spec of IMAGES) {
     const image = await buildImage(o.repo, spec, join(o.out, 'project'), o.log);
@@ -67,4 +49,25 @@ export async function nodeImageArchives(o: NodeImageOptions): Promise<NodeImageA
   }
   o.log(`node images built and archived in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return { pause: pauseTar, kubectl: kubectlTar, project };
+}
+
+/** One static binary as an image whose entrypoint it is, archived for containerd. */
+async function archiveBinary(
+  out: string,
+  file: string,
+  source: { readonly binary: string; readonly name: string },
+  pathInImage: string,
+  user: number,
+): Promise<string> {
+  const image = await staticBinaryImage({
+    binary: source.binary,
+    pathInImage,
+    entrypoint: [pathInImage],
+    user,
+    name: source.name,
+    out: join(out, file),
+  });
+  const archive = join(out, `${file}.tar`);
+  await containerdArchive(image.layout, source.name, archive);
+  return archive;
 }
