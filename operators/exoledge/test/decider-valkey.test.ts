@@ -21,6 +21,7 @@ import {
 } from './support/decider-harness.ts';
 import { type RedisServer, startRedis } from './support/decider-redis.ts';
 import { EDGE_OPTIONS } from './support/edge-site-options.ts';
+import { slowProxy } from './support/slow-proxy.ts';
 
 const PROXIES: TestList = {
   name: 'proxies',
@@ -112,6 +113,29 @@ describe('decider with Valkey: the proof-of-work and its clearance', () => {
     // One nonce, one clearance.
     const again = await answer(second, '203.0.113.7', { nonce, counter: solve(nonce, difficulty) });
     assert.deepEqual([again.status, again.body.error], [403, 'NonceUsed']);
+  });
+
+  it('starts knowing the shared key when Valkey is slow to answer its first connection: a clearance passes at the first request', async (t) => {
+    const h = await DeciderHarness.create(t);
+    await h.writeSpec(SPEC);
+    h.publish(PROXIES);
+    const first = await h.start({ valkeyUrl: redis.url });
+    const { nonce, difficulty } = await nonceFor(first, '203.0.113.7');
+    const solved = await answer(first, '203.0.113.7', { nonce, counter: solve(nonce, difficulty) });
+    assert.equal(solved.status, 200, JSON.stringify(solved.body));
+    const cookie = (solved.cookie ?? '').split(';')[0] ?? '';
+    await first.close();
+    // Each connection answers 150 ms after it opens (within VALKEY_TIMEOUT_MS): the start
+    // must wait for it, not send its one read before the connection is ready, fail, and
+    // serve without the key.
+    const slow = await slowProxy(redis.port, 150);
+    t.after(() => slow.close());
+    const second = await h.start({ valkeyUrl: slow.url });
+    assert.deepEqual(await extAuthz(second, '/', from('203.0.113.7', { cookie })), {
+      status: 200,
+      verdict: 'pass',
+      reason: 'Cleared',
+    });
   });
 
   it('lets one replica check the nonce another made: they share the signing key', async (t) => {

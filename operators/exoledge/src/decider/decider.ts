@@ -150,9 +150,14 @@ export class Decider {
     // known, so a decider that served before reading it challenged clients that a
     // clearance had passed (after every restart, until Valkey answered; CI under load
     // caught it). A Valkey that does not answer holds the start no longer than the bound:
-    // listed clients are then challenged until it does, as before.
+    // listed clients are then challenged until it does, as before. The connection first:
+    // a read sent before it is ready fails at once (CI under load caught a start that
+    // served without the key because its one read came a moment too early).
     await Promise.race([
-      this.signingKeys().catch(() => undefined),
+      this.#state
+        .connected()
+        .then(() => this.signingKeys())
+        .catch(() => undefined),
       new Promise<void>((resolve) => setTimeout(resolve, SIGNING_KEY_WAIT_MS).unref()),
     ]);
   }

@@ -25,6 +25,11 @@ export interface StateStore {
   claimNonce(id: string, ttlSeconds: number): Promise<NonceClaim>;
   /** The key shared by the replicas; undefined while it cannot be read. */
   signingKey(): Promise<Buffer | undefined>;
+  /**
+   * Resolves once the store can answer (at once if it can, or has nothing to connect to);
+   * never rejects, and may never resolve: the caller bounds the wait.
+   */
+  connected(): Promise<void>;
   /** Undefined when healthy; else what `/readyz` reports after `degraded: `. */
   degraded(): string | undefined;
   close(): Promise<void>;
@@ -43,6 +48,7 @@ export class NoStateStore implements StateStore {
   async signingKey(): Promise<Buffer | undefined> {
     return undefined;
   }
+  async connected(): Promise<void> {}
   degraded(): string {
     return 'valkey not configured';
   }

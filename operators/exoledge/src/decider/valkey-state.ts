@@ -160,6 +160,13 @@ export class ValkeyStateStore implements StateStore {
     return this.#key;
   }
 
+  connected(): Promise<void> {
+    // A command sent before the connection is ready fails at once (no offline queue, so
+    // that a verdict never waits on a reconnect), and starts the pause after a failure.
+    if (this.#redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => this.#redis.once('ready', () => resolve()));
+  }
+
   degraded(): string | undefined {
     return this.#up ? undefined : `valkey unreachable (${this.#lastError})`;
   }
