@@ -267,7 +267,7 @@ export {
   isOwnedBy,
   ownerReference,
 } from './objects/owner-references.ts';
-export { applyStatusIfChanged, withConditions } from './objects/status.ts';
+export { applyStatusIfChanged, type StatusWriteOptions, withConditions } from './objects/status.ts';
 export {
   CertificateReloader,
   type CertificateReloaderOptions,

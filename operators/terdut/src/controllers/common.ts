@@ -11,6 +11,7 @@ import {
   type GroupVersionKind,
   type KubeClient,
   type KubeObject,
+  type StatusWriteOptions,
   withConditions,
 } from '@operators/kit';
 import type { TerdutServer } from '../api/terdut-server.ts';
@@ -49,15 +50,30 @@ export function errorMessage(err: unknown): string {
 /**
  * Server-side applies `status` when it differs from the object's: a resync that finds
  * everything in place writes nothing to Kubernetes.
+ *
+ * Guarded by default (the read's resourceVersion goes with the apply): a team's or a
+ * child's status is the only record of its ID on the server, and a status computed from
+ * a cached read that a newer write had overtaken removed the ID (CI under load: a team
+ * deleted while the server was down lost its finalizer with no DELETE sent, its team left
+ * on the server). A stale write is now refused with Conflict and the reconcile runs again
+ * on a fresh read. Each reconcile path of a team or child writes its status once.
  */
 export function writeStatus<S extends object>(
   client: KubeClient,
   gvk: GroupVersionKind,
   obj: KubeObject & { readonly status?: S },
   status: S,
+  options: StatusWriteOptions = { guarded: true },
 ): Promise<boolean> {
-  return applyStatusIfChanged(client, gvk, obj, status, FIELD_MANAGER);
+  return applyStatusIfChanged(client, gvk, obj, status, FIELD_MANAGER, options);
 }
+
+/**
+ * A TerdutServer's status writes: unguarded, since its bootstrap writes several times
+ * from one read, and its credentials are recorded first in their Secret, from which
+ * every step resumes (a field a stale write removed is read there again).
+ */
+export const SERVER_STATUS_WRITE: StatusWriteOptions = { guarded: false };
 
 /** A wait, not a failure: the reconcile comes back after `afterMs` without counting an error. */
 export class Waiting extends Error {

@@ -44,7 +44,7 @@ import {
   serverLabelValue,
 } from '../domain/names.ts';
 import { EventReason, Reason } from '../domain/reasons.ts';
-import { errorMessage, secretData, secretValue, writeStatus } from './common.ts';
+import { errorMessage, SERVER_STATUS_WRITE, secretData, secretValue, writeStatus } from './common.ts';
 import { SECRET_GVK } from './finish.ts';
 
 /** What the credentials step concluded, for the Bootstrapped condition. */
@@ -115,7 +115,7 @@ export class Credentials {
 
   private async setCreds(next: OperatorCredentials, extra: Partial<TerdutServerStatus> = {}): Promise<void> {
     const status: TerdutServerStatus = { ...this.server.status, ...extra, operatorCredentials: next };
-    await writeStatus(this.deps.client, TERDUT_SERVER, this.server, status);
+    await writeStatus(this.deps.client, TERDUT_SERVER, this.server, status, SERVER_STATUS_WRITE);
     this.server = { ...this.server, status: JSON.parse(JSON.stringify(status)) as TerdutServerStatus };
   }
 

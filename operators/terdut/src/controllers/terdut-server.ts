@@ -42,6 +42,7 @@ import {
   announce,
   DEFAULT_RESYNC_MS,
   errorMessage,
+  SERVER_STATUS_WRITE,
   type TerdutControllerOptions,
   Waiting,
   whenSynced,
@@ -280,7 +281,7 @@ export function addTerdutServerController(
       conditions: withConditions(current.status?.conditions, conditions, now),
       ...(failed === undefined ? { observedGeneration: generation } : {}),
     };
-    await writeStatus(ctx.client, TERDUT_SERVER, current, status);
+    await writeStatus(ctx.client, TERDUT_SERVER, current, status, SERVER_STATUS_WRITE);
     current = { ...current, status };
     if (failed !== undefined) throw failed;
     const next = outcome?.kind === 'Ready' ? outcome.nextRotationMs : undefined;
@@ -297,14 +298,20 @@ export function addTerdutServerController(
         .map((t) => `${t.metadata.namespace}/${t.metadata.name}`)
         .join(', ');
       const message = `waiting for ${teams.length} TerdutTeam(s) referencing this server to be deleted first (${list}${teams.length > 5 ? ', …' : ''})`;
-      await writeStatus(ctx.client, TERDUT_SERVER, server, {
-        ...server.status,
-        conditions: withConditions(
-          server.status?.conditions,
-          [{ type: ConditionType.Ready, status: 'False', reason: Reason.TeamsRemaining, message }],
-          new Date(clock.now()),
-        ),
-      });
+      await writeStatus(
+        ctx.client,
+        TERDUT_SERVER,
+        server,
+        {
+          ...server.status,
+          conditions: withConditions(
+            server.status?.conditions,
+            [{ type: ConditionType.Ready, status: 'False', reason: Reason.TeamsRemaining, message }],
+            new Date(clock.now()),
+          ),
+        },
+        SERVER_STATUS_WRITE,
+      );
       throw new Waiting(message, WAIT_MS);
     }
     for (const mirror of mirrorsOf(server, shared.secrets)) await deleteMirror(ctx.client, mirror);

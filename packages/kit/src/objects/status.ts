@@ -20,6 +20,18 @@ export function withConditions(
   return c;
 }
 
+export interface StatusWriteOptions {
+  /**
+   * Sends `obj`'s resourceVersion with the apply, so the apiserver refuses it (409
+   * Conflict, retried by the controller on a fresh read) when the object changed since
+   * `obj` was read. For a status that is the only record of something outside the
+   * cluster (an ID on a server): a forced apply computed from a stale cached read
+   * removes every field this manager set after that read, and the ID with it. Unguarded
+   * (the default) suits a status recomputed whole at every reconcile.
+   */
+  readonly guarded?: boolean;
+}
+
 /**
  * Server-side applies `status` (as `fieldManager`, forced: the status belongs to the
  * operator) when it differs from `obj.status`; returns whether it wrote.
@@ -30,6 +42,7 @@ export async function applyStatusIfChanged<S extends object>(
   obj: KubeObject & { readonly status?: S },
   status: S,
   fieldManager: string,
+  options: StatusWriteOptions = {},
 ): Promise<boolean> {
   // A JSON round trip drops keys set to undefined, as the apiserver would never store them.
   const next = JSON.parse(JSON.stringify(status)) as S;
@@ -38,7 +51,11 @@ export async function applyStatusIfChanged<S extends object>(
     {
       apiVersion: gvk.apiVersion,
       kind: gvk.kind,
-      metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
+      metadata: {
+        name: obj.metadata.name,
+        namespace: obj.metadata.namespace,
+        ...(options.guarded ? { resourceVersion: obj.metadata.resourceVersion } : {}),
+      },
       status: next,
     },
     { fieldManager, force: true },
