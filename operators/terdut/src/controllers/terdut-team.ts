@@ -207,6 +207,14 @@ export function addTerdutTeamController(
     } catch (err) {
       if (!(err instanceof TerdutApiError)) throw err;
       const refusal = teamCallRefusal({ status: err.status, message: errorMessage(err), serverKey });
+      // The Event first: what the server answered is said even when the status write below
+      // is refused as stale (a guarded write) and the reconcile runs again.
+      recorder.event(team, {
+        type: EventType.Warning,
+        reason: refusal.reason === Reason.ServerError ? EventReason.SyncFailed : refusal.reason,
+        action: 'Sync',
+        note: refusal.message,
+      });
       // An ID learned before the failure is kept: the next reconcile must not create a second team.
       await writeStatus(
         ctx.client,
@@ -218,12 +226,6 @@ export function addTerdutTeamController(
           message: refusal.message,
         }),
       );
-      recorder.event(team, {
-        type: EventType.Warning,
-        reason: refusal.reason === Reason.ServerError ? EventReason.SyncFailed : refusal.reason,
-        action: 'Sync',
-        note: refusal.message,
-      });
       // A missing right is not a transient failure: look again at the resync, not in a backoff loop.
       if (refusal.reason === Reason.TeamPermissionDenied) return { requeueAfterMs: resyncMs };
       throw err;
